@@ -1,0 +1,1 @@
+"""Certificates, authenticators and (later) RBAC."""

@@ -1,0 +1,1 @@
+"""The composition root: command line, process lifecycle, choice of storage backend."""

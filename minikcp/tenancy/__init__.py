@@ -1,0 +1,1 @@
+"""Logical clusters and workspaces: names, paths and their resolution."""
