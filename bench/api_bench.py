@@ -1,0 +1,150 @@
+"""API server benchmark: 32 concurrent HTTPS clients against a real minikcp process.
+
+Prints ConfigMap creates/s, gets/s, updates/s; list latency of 2,000 ConfigMaps (all, and with
+a label selector); watch fan-out of 100 watchers x 100 events (delivered count, p50/p99 latency).
+Run: python bench/api_bench.py [--clients 32] [--objects 2000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import aiohttp
+import orjson
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from tests import server_process  # noqa: E402
+
+
+def _pct(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * p))]
+
+
+async def _run_concurrent(n: int, clients: int, op: object) -> float:
+    """Run op(i) for i in range(n) with `clients` workers; returns ops/s."""
+    counter = iter(range(n))
+
+    async def worker() -> None:
+        for i in counter:
+            await op(i)  # type: ignore[operator]
+
+    start = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(clients)))
+    return n / (time.perf_counter() - start)
+
+
+async def bench(server: server_process.ServerProcess, clients: int, objects: int) -> None:
+    ssl_ctx = server.ssl_context()
+    connector = aiohttp.TCPConnector(ssl=ssl_ctx, limit=clients + 110)
+    base = f"{server.base_url}/clusters/bench/api/v1/namespaces/default/configmaps"
+    headers = {"Content-Type": "application/json", "Accept": "application/json"}
+    async with aiohttp.ClientSession(connector=connector, headers=headers) as session:
+
+        async def create(i: int) -> None:
+            body = {
+                "apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": f"cm-{i}", "labels": {"group": str(i % 10)}},
+                "data": {"key": "x" * 200},
+            }
+            async with session.post(base, data=orjson.dumps(body)) as r:
+                assert r.status == 201, await r.text()
+                await r.read()
+
+        async def get(i: int) -> None:
+            async with session.get(f"{base}/cm-{i % objects}") as r:
+                assert r.status == 200, await r.text()
+                await r.read()
+
+        async def update(i: int) -> None:
+            body = {"data": {"key": f"v{i}"}}
+            async with session.patch(
+                f"{base}/cm-{i % objects}", data=orjson.dumps(body),
+                headers={"Content-Type": "application/merge-patch+json"},
+            ) as r:
+                assert r.status == 200, await r.text()
+                await r.read()
+
+        print(f"# {clients} concurrent clients, HTTPS keep-alive, {objects} ConfigMaps")
+        print(f"creates/s   {await _run_concurrent(objects, clients, create):10.0f}")
+        print(f"gets/s      {await _run_concurrent(objects * 2, clients, get):10.0f}")
+        print(f"updates/s   {await _run_concurrent(objects, clients, update):10.0f}")
+
+        for label, query in (("list all", ""), ("list -l group=3", "?labelSelector=group%3D3")):
+            times = []
+            count = 0
+            for _ in range(10):
+                start = time.perf_counter()
+                async with session.get(base + query) as r:
+                    body = await r.read()
+                times.append((time.perf_counter() - start) * 1000)
+                count = len(orjson.loads(body)["items"])
+            print(f"{label:16s} {count:5d} items  median {statistics.median(times):6.1f} ms  "
+                  f"min {min(times):6.1f} ms")
+
+        await _watch_fanout(session, base, watchers=100, events=100)
+
+
+async def _watch_fanout(
+    session: aiohttp.ClientSession, base: str, *, watchers: int, events: int
+) -> None:
+    async with session.get(base + "?limit=1") as r:
+        rv = orjson.loads(await r.read())["metadata"]["resourceVersion"]
+    latencies: list[float] = []
+    delivered = 0
+    ready = 0
+    all_ready = asyncio.Event()
+
+    async def watcher() -> None:
+        nonlocal delivered, ready
+        url = f"{base}?watch=1&resourceVersion={rv}&labelSelector=fanout%3Dyes&timeoutSeconds=60"
+        async with session.get(url) as r:
+            ready += 1
+            if ready == watchers:
+                all_ready.set()
+            seen = 0
+            async for line in r.content:
+                now = time.time()
+                event = orjson.loads(line)
+                sent = float(event["object"]["data"]["sent"])
+                latencies.append((now - sent) * 1000)
+                delivered += 1
+                seen += 1
+                if seen == events:
+                    return
+
+    tasks = [asyncio.create_task(watcher()) for _ in range(watchers)]
+    await asyncio.wait_for(all_ready.wait(), 30)
+    await asyncio.sleep(0.2)
+    for i in range(events):
+        body = {"metadata": {"name": f"fan-{i}", "labels": {"fanout": "yes"}},
+                "data": {"sent": repr(time.time())}}
+        async with session.post(base, data=orjson.dumps(body)) as r:
+            await r.read()
+    await asyncio.wait_for(asyncio.gather(*tasks), 60)
+    print(f"watch fan-out  {watchers} watchers x {events} events: delivered {delivered}, "
+          f"p50 {_pct(latencies, 0.5):.1f} ms, p99 {_pct(latencies, 0.99):.1f} ms")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--clients", type=int, default=32)
+    parser.add_argument("--objects", type=int, default=2000)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        server = server_process.start_server(Path(tmp))
+        try:
+            asyncio.run(bench(server, args.clients, args.objects))
+        finally:
+            server.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,93 @@
+"""`minikcp` command line: start, kubeconfig, version."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+from pathlib import Path
+
+from minikcp.auth import pki
+from minikcp.cli import kubeconfigs, serve
+from minikcp.machinery import request_info
+from minikcp.server import nonresource
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="minikcp", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    start = sub.add_parser("start", help="run the API server")
+    start.add_argument("--root-dir", default=".minikcp", type=Path)
+    start.add_argument("--bind-address", default="127.0.0.1")
+    start.add_argument("--secure-port", default=6443, type=int)
+    start.add_argument("--storage", default="", help="sqlite:///<path> (default: <root-dir>/data.db)")
+    start.add_argument("-v", "--verbose", action="store_true")
+    kc = sub.add_parser("kubeconfig", help="print or write a kubeconfig for a logical cluster")
+    kc.add_argument("--root-dir", default=".minikcp", type=Path)
+    kc.add_argument("--cluster", default="root", help="logical cluster path, e.g. root:org")
+    kc.add_argument("--server", default="", help="base URL (default: from admin.kubeconfig)")
+    kc.add_argument("-o", "--output", type=Path, default=None)
+    sub.add_parser("version", help="print the version")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.command == "version":
+        print(f"minikcp 0.1.0 (serving Kubernetes {nonresource.GIT_VERSION})")
+        return 0
+    if args.command == "kubeconfig":
+        return _kubeconfig(args)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    try:
+        import uvloop
+
+        uvloop.install()
+    except ImportError:
+        pass
+    options = serve.ServeOptions(
+        root_dir=args.root_dir,
+        bind_address=args.bind_address,
+        secure_port=args.secure_port,
+        storage_url=args.storage,
+    )
+    try:
+        asyncio.run(serve.serve(options))
+    except serve.StartupError as exc:
+        print(f"minikcp: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+def _kubeconfig(args: argparse.Namespace) -> int:
+    if not request_info.valid_cluster_name(args.cluster) or args.cluster == "*":
+        print(f"minikcp: invalid logical cluster path {args.cluster!r}", file=sys.stderr)
+        return 2
+    root: Path = args.root_dir
+    if not (root / "ca.crt").exists():
+        print(f"minikcp: no credentials under {root}; run `minikcp start` first", file=sys.stderr)
+        return 1
+    creds = pki.ensure_credentials(root, [])
+    base = args.server
+    if not base:
+        import yaml
+
+        admin = yaml.safe_load((root / "admin.kubeconfig").read_text())
+        base = next(c["cluster"]["server"] for c in admin["clusters"] if c["name"] == "base")
+    config = kubeconfigs.build(creds, base_url=base.rstrip("/"), current=args.cluster,
+                               clusters=(args.cluster,))
+    if args.output:
+        kubeconfigs.write(args.output, config)
+    else:
+        sys.stdout.write(kubeconfigs.dump(config))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

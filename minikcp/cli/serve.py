@@ -1,0 +1,116 @@
+"""The server process: storage, hub, registry and HTTPS listener, started and stopped in order."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+import ssl
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlparse
+
+from aiohttp import web
+from storage import errors as storage_errors
+from storage import hub as storage_hub
+from storage import interface as storage_interface
+from storage import sqlite
+
+from minikcp.auth import authn, pki
+from minikcp.cli import kubeconfigs
+from minikcp.machinery import users
+from minikcp.registry import registry
+from minikcp.server import app as server_app
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class ServeOptions:
+    root_dir: Path
+    bind_address: str = "127.0.0.1"
+    secure_port: int = 6443
+    storage_url: str = ""
+
+
+class StartupError(Exception):
+    """A clear, user-facing reason the server cannot start."""
+
+
+async def open_storage(url: str, root_dir: Path) -> storage_interface.Storage:
+    """The composition root's one choice of backend."""
+    if not url:
+        url = f"sqlite:///{root_dir / 'data.db'}"
+    parsed = urlparse(url)
+    if parsed.scheme == "sqlite":
+        path = Path(parsed.path if not parsed.netloc else parsed.netloc + parsed.path)
+        try:
+            return await sqlite.SqliteStorage.open(path)
+        except storage_errors.StoreUnavailable as exc:
+            raise StartupError(str(exc)) from None
+    raise StartupError(f"unsupported storage URL {url!r}: use sqlite:///<path>")
+
+
+def _ssl_context(creds: pki.Credentials) -> ssl.SSLContext:
+    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ctx.load_cert_chain(creds.serving_cert, creds.serving_key)
+    ctx.load_verify_locations(creds.ca_cert)
+    ctx.verify_mode = ssl.CERT_OPTIONAL
+    return ctx
+
+
+async def serve(options: ServeOptions) -> None:
+    started = time.monotonic()
+    root = options.root_dir
+    host = options.bind_address
+    creds = pki.ensure_credentials(root, [host])
+    public_host = "127.0.0.1" if host in ("0.0.0.0", "::") else host
+    base_url = f"https://{public_host}:{options.secure_port}"
+    kubeconfigs.write(root / "admin.kubeconfig", kubeconfigs.build(creds, base_url=base_url))
+
+    store = await open_storage(options.storage_url, root)
+    ready = asyncio.Event()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        hub = storage_hub.WatchHub(store)
+        async with asyncio.TaskGroup() as tasks:
+            hub_task = tasks.create_task(hub.run(), name="watch-hub")
+            reg = await registry.Registry.open(store, hub)
+            authenticator = authn.Authenticator(
+                tokens={
+                    creds.admin_token: users.UserInfo(
+                        pki.ADMIN_USER, (pki.ADMIN_GROUP, "system:authenticated")
+                    )
+                }
+            )
+            application = server_app.build_app(reg, authenticator, ready=ready.is_set)
+            runner = web.AppRunner(application, access_log=None, shutdown_timeout=2.0)
+            await runner.setup()
+            site = web.TCPSite(runner, host, options.secure_port, ssl_context=_ssl_context(creds))
+            try:
+                await site.start()
+            except OSError as exc:
+                await runner.cleanup()
+                hub_task.cancel()
+                raise StartupError(f"cannot listen on {host}:{options.secure_port}: {exc}") from None
+            ready.set()
+            logger.info(
+                "minikcp serving on %s (ready in %.2fs); kubeconfig: %s",
+                base_url, time.monotonic() - started, root / "admin.kubeconfig",
+            )
+            await stop.wait()
+            logger.info("shutting down")
+            ready.clear()
+            # Stop accepting, end open watches and requests, then stop the hub.
+            await runner.cleanup()
+            hub_task.cancel()
+    except* StartupError as group:
+        raise group.exceptions[0] from None
+    finally:
+        with contextlib.suppress(Exception):
+            await store.close()

@@ -1,0 +1,136 @@
+"""What a request path means: logical cluster, API group and version, namespace, resource, name.
+
+A port of k8s.io/apiserver/pkg/endpoints/request.RequestInfoFactory, extended with kcp's
+`/clusters/<name>` prefix. Pure: the server calls `parse` and hands the result to the registry.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from urllib.parse import unquote
+
+from minikcp.machinery import errors
+
+ROOT_CLUSTER = "root"
+WILDCARD_CLUSTER = "*"
+
+# kcp's logical-cluster names and paths: `root`, `root:org:team`, `system:admin`, or generated ids.
+_CLUSTER_SEGMENT = r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?"
+_CLUSTER_RE = re.compile(rf"^{_CLUSTER_SEGMENT}(:{_CLUSTER_SEGMENT})*$")
+
+# Subresources of a namespace that follow its name (RequestInfoFactory.namespaceSubresources).
+_NAMESPACE_SUBRESOURCES = frozenset({"status", "finalize"})
+
+_VERB_BY_METHOD = {"POST": "create", "PUT": "update", "PATCH": "patch"}
+
+
+@dataclass(frozen=True, slots=True)
+class RequestInfo:
+    cluster: str  # logical cluster name, or "*" for wildcard requests
+    path: str  # the path after the cluster prefix, starting with "/"
+    is_resource_request: bool
+    verb: str  # get, list, watch, create, update, patch, delete, deletecollection (or HTTP verb lowercased)
+    api_prefix: str = ""  # "api" or "apis"
+    group: str = ""
+    version: str = ""
+    namespace: str = ""
+    resource: str = ""
+    name: str = ""
+    subresource: str = ""
+    parts: tuple[str, ...] = ()
+
+    @property
+    def group_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+
+def valid_cluster_name(name: str) -> bool:
+    return name == WILDCARD_CLUSTER or bool(_CLUSTER_RE.match(name))
+
+
+def split_cluster(path: str) -> tuple[str, str]:
+    """Strip `/clusters/<name>` from the path; requests without it go to `root`."""
+    if path.startswith("/clusters/"):
+        rest = path[len("/clusters/") :]
+        name, sep, tail = rest.partition("/")
+        name = unquote(name)
+        if not name or not valid_cluster_name(name):
+            raise errors.bad_request(f"invalid logical cluster name {name!r}")
+        return name, "/" + tail if sep else "/"
+    return ROOT_CLUSTER, path
+
+
+def parse(method: str, path: str, *, watch_param: bool) -> RequestInfo:
+    """Parse an HTTP method and URL path (without query) into a RequestInfo.
+
+    `watch_param` says whether the query carried watch=true or watch=1.
+    """
+    cluster, path = split_cluster(path)
+    raw_parts = [p for p in path.split("/") if p]
+    parts = tuple(unquote(p) for p in raw_parts)
+    non_resource = RequestInfo(
+        cluster=cluster, path=path, is_resource_request=False, verb=method.lower(), parts=parts
+    )
+    if not parts or parts[0] not in ("api", "apis"):
+        return non_resource
+    api_prefix = parts[0]
+    rest = list(parts[1:])
+    group = ""
+    if api_prefix == "apis":
+        if not rest:
+            return non_resource
+        group = rest.pop(0)
+    if not rest:
+        return non_resource
+    version = rest.pop(0)
+    if not rest:
+        return non_resource
+
+    verb = ""
+    if rest[0] == "watch":
+        # Deprecated /watch/ prefix, still honoured upstream.
+        rest = rest[1:]
+        verb = "watch"
+    if not rest:
+        return non_resource
+
+    namespace = ""
+    if rest[0] == "namespaces":
+        if len(rest) > 1:
+            namespace = rest[1]
+            if len(rest) > 2 and rest[2] not in _NAMESPACE_SUBRESOURCES:
+                rest = rest[2:]
+    resource = rest[0]
+    name = rest[1] if len(rest) >= 2 else ""
+    subresource = rest[2] if len(rest) >= 3 else ""
+    if len(rest) > 3:
+        raise errors.StatusError(404, "NotFound", "the server could not find the requested resource")
+
+    if not verb:
+        if method in _VERB_BY_METHOD:
+            verb = _VERB_BY_METHOD[method]
+        elif method in ("GET", "HEAD"):
+            verb = "get" if name else ("watch" if watch_param else "list")
+        elif method == "DELETE":
+            verb = "delete" if name else "deletecollection"
+        else:
+            verb = method.lower()
+    elif name:
+        # /watch/.../name is a watch of one object.
+        pass
+
+    return RequestInfo(
+        cluster=cluster,
+        path=path,
+        is_resource_request=True,
+        verb=verb,
+        api_prefix=api_prefix,
+        group=group,
+        version=version,
+        namespace=namespace,
+        resource=resource,
+        name=name,
+        subresource=subresource,
+        parts=parts,
+    )

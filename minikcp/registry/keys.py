@@ -1,0 +1,55 @@
+"""Storage keys, kcp's layout: /registry/<group|core>/<resource>/<cluster>/[<namespace>/]<name>.
+
+One prefix selects a resource across all logical clusters, in one cluster, or in one namespace.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from minikcp.apis import catalog
+
+
+def resource_prefix(rt: catalog.ResourceType) -> str:
+    return f"/registry/{rt.group or 'core'}/{rt.plural}/"
+
+
+def object_key(rt: catalog.ResourceType, cluster: str, namespace: str, name: str) -> str:
+    if rt.namespaced:
+        return f"{resource_prefix(rt)}{cluster}/{namespace}/{name}"
+    return f"{resource_prefix(rt)}{cluster}/{name}"
+
+
+def list_prefix(rt: catalog.ResourceType, cluster: str | None, namespace: str = "") -> str:
+    """cluster None lists across all logical clusters; namespace "" lists all namespaces."""
+    prefix = resource_prefix(rt)
+    if cluster is None:
+        return prefix
+    if rt.namespaced and namespace:
+        return f"{prefix}{cluster}/{namespace}/"
+    return f"{prefix}{cluster}/"
+
+
+def namespace_prefix(rt: catalog.ResourceType, cluster: str, namespace: str) -> str:
+    return f"{resource_prefix(rt)}{cluster}/{namespace}/"
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectKey:
+    cluster: str
+    namespace: str
+    name: str
+
+
+def parse_key(rt: catalog.ResourceType, key: str) -> ObjectKey:
+    rest = key[len(resource_prefix(rt)) :]
+    if rt.namespaced:
+        cluster, namespace, name = rest.split("/", 2)
+        return ObjectKey(cluster, namespace, name)
+    cluster, name = rest.split("/", 1)
+    return ObjectKey(cluster, "", name)
+
+
+def cluster_of(rt: catalog.ResourceType, key: str) -> str:
+    rest = key[len(resource_prefix(rt)) :]
+    return rest.split("/", 1)[0]

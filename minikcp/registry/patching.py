@@ -1,0 +1,154 @@
+"""PATCH: the four patch types, applied to the current object inside the store's update loop."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+import yaml
+
+from minikcp.machinery import (
+    errors,
+    json_patch,
+    merge_patch,
+    server_side_apply,
+    strategic_merge,
+)
+from minikcp.registry import store as generic_store
+from minikcp.registry.objects import RequestContext, StoredObject, WriteOptions
+
+JSON_PATCH = "application/json-patch+json"
+MERGE_PATCH = "application/merge-patch+json"
+STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
+APPLY_PATCH = "application/apply-patch+yaml"
+
+BUILTIN_PATCH_TYPES = (JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH, APPLY_PATCH)
+CUSTOM_PATCH_TYPES = (JSON_PATCH, MERGE_PATCH, APPLY_PATCH)
+
+
+def decode_patch_body(patch_type: str, body: bytes) -> Any:
+    if patch_type == APPLY_PATCH:
+        try:
+            return orjson.loads(body)
+        except orjson.JSONDecodeError:
+            pass
+        try:
+            loaded = yaml.load(body, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        except yaml.YAMLError as exc:
+            raise errors.bad_request(f"error decoding YAML: {exc}") from None
+        return loaded
+    try:
+        return orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        raise errors.bad_request(f"error decoding patch: {exc}") from None
+
+
+async def patch(
+    store: generic_store.ResourceStore,
+    ctx: RequestContext,
+    namespace: str,
+    name: str,
+    *,
+    patch_type: str,
+    body: bytes,
+    opts: WriteOptions,
+    subresource: str = "",
+    custom: bool = False,
+) -> tuple[StoredObject, bool]:
+    """Apply a patch; returns (object, created) — only apply patches create."""
+    accepted = CUSTOM_PATCH_TYPES if custom else BUILTIN_PATCH_TYPES
+    if patch_type not in accepted:
+        raise errors.unsupported_media_type(list(accepted))
+    document = decode_patch_body(patch_type, body)
+    if patch_type == APPLY_PATCH:
+        return await _apply(store, ctx, namespace, name, document, opts, subresource)
+    if patch_type == JSON_PATCH:
+        if not isinstance(document, list):
+            raise errors.bad_request(
+                "json: cannot unmarshal object into Go value of type jsonpatch.Patch"
+            )
+    elif not isinstance(document, dict):
+        raise errors.bad_request(
+            "json: cannot unmarshal array into Go value of type map[string]interface {}"
+        )
+
+    def mutate(current: dict[str, Any] | None) -> dict[str, Any]:
+        if current is None:
+            raise errors.not_found(store.rt.plural, name, group=store.rt.group)
+        if patch_type == JSON_PATCH:
+            patched = json_patch.apply_json_patch(current, document)
+        elif patch_type == MERGE_PATCH:
+            patched = merge_patch.apply_merge_patch(current, document)
+        else:
+            patched = strategic_merge.apply_strategic_merge(current, document, store.schema)
+        if not isinstance(patched, dict):
+            raise errors.bad_request("the patch does not produce an object")
+        return patched
+
+    # A patch that names a resourceVersion is a precondition: no silent retries then.
+    precondition = isinstance(document, dict) and bool(
+        (document.get("metadata") or {}).get("resourceVersion")
+        if isinstance(document.get("metadata"), dict)
+        else False
+    )
+    obj = await store.guaranteed_update(
+        ctx, namespace, name, mutate, opts, subresource=subresource, retry=not precondition
+    )
+    return obj, False
+
+
+async def _apply(
+    store: generic_store.ResourceStore,
+    ctx: RequestContext,
+    namespace: str,
+    name: str,
+    applied: Any,
+    opts: WriteOptions,
+    subresource: str,
+) -> tuple[StoredObject, bool]:
+    if not isinstance(applied, dict):
+        raise errors.bad_request("the apply configuration must be an object")
+    if not opts.field_manager:
+        raise errors.bad_request(
+            "PATCH, fieldManager: Required value: is required for apply patch"
+        )
+    store.check_type(applied)
+    if not applied.get("apiVersion") or not applied.get("kind"):
+        raise errors.bad_request("apiVersion and kind must be set in an apply configuration")
+    meta = applied.get("metadata") or {}
+    if meta.get("name") and meta["name"] != name:
+        raise errors.bad_request(
+            f"the name of the object ({meta['name']}) does not match the name on the URL ({name})"
+        )
+    current = await store.find(ctx, namespace, name)
+    unmanaged = WriteOptions(
+        dry_run=opts.dry_run, field_manager="", field_validation=opts.field_validation
+    )
+
+    def applying(live: dict[str, Any] | None) -> dict[str, Any]:
+        return server_side_apply.apply_patch(
+            live,
+            applied,
+            manager=opts.field_manager,
+            api_version=store.rt.api_version,
+            force=opts.force,
+            schema=store.schema,
+            now=generic_store.now_rfc3339(),
+            subresource=subresource,
+        )
+
+    if current is None:
+        if subresource:
+            raise errors.not_found(store.rt.plural, name, group=store.rt.group)
+        created = applying(None)
+        created.setdefault("metadata", {})["name"] = name
+        try:
+            return await store.create(ctx, namespace, created, unmanaged), True
+        except errors.StatusError as exc:
+            if exc.reason != "AlreadyExists":
+                raise
+            # Lost a race with another creator: apply to what is there now.
+    obj = await store.guaranteed_update(
+        ctx, namespace, name, applying, unmanaged, subresource=subresource, managed=False
+    )
+    return obj, False

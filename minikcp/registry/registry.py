@@ -1,0 +1,97 @@
+"""The registry: one store per resource type over one storage, shared by every logical cluster."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterable
+
+import orjson
+from storage import errors as storage_errors
+from storage import hub as storage_hub
+from storage import interface as storage_interface
+
+from minikcp.apis import catalog
+from minikcp.machinery import list_options
+from minikcp.registry import namespaces, store, strategies, watching
+from minikcp.registry.objects import RequestContext
+
+_BOOTSTRAP_KEY = "/registry/minikcp.io/bootstrap"
+
+
+class Registry:
+    """Entry point for the server, controllers and the syncer alike (same semantics in-process)."""
+
+    def __init__(
+        self,
+        storage: storage_interface.Storage,
+        hub: storage_hub.WatchHub,
+        *,
+        bootstrap_time: str,
+        types: catalog.Catalog | None = None,
+        watch_settings: watching.WatchSettings = watching.WatchSettings(),
+    ) -> None:
+        self.storage = storage
+        self.hub = hub
+        self.catalog = types or catalog.Catalog.builtin()
+        self.watch_settings = watch_settings
+        self._events = watching.EventObjects()
+        self._stores: dict[catalog.ResourceType, store.ResourceStore] = {}
+        ns_type = self.catalog.by_resource("", "v1", "namespaces")
+        assert ns_type is not None
+        self.namespaces = namespaces.NamespaceStore(
+            ns_type,
+            strategies.strategy_for(ns_type),
+            storage,
+            bootstrap_time=bootstrap_time,
+            namespaced_types=self._namespaced_types,
+        )
+        self._stores[ns_type] = self.namespaces
+
+    @classmethod
+    async def open(
+        cls,
+        storage: storage_interface.Storage,
+        hub: storage_hub.WatchHub,
+        **kwargs: object,
+    ) -> Registry:
+        """Reads (or records, on first start) when this store was created: O(1) per store."""
+        item = await storage.get(_BOOTSTRAP_KEY)
+        if item is None:
+            created = store.now_rfc3339()
+            try:
+                await storage.create(_BOOTSTRAP_KEY, orjson.dumps({"created": created}))
+            except storage_errors.KeyExists:
+                item = await storage.get(_BOOTSTRAP_KEY)
+        if item is not None:
+            created = orjson.loads(item.value)["created"]
+        return cls(storage, hub, bootstrap_time=created, **kwargs)  # type: ignore[arg-type]
+
+    def catalog_for(self, cluster: str) -> catalog.Catalog:
+        """The kinds served in a logical cluster (built-ins; CRD-derived kinds come later)."""
+        return self.catalog
+
+    def _namespaced_types(self) -> Iterable[catalog.ResourceType]:
+        return [rt for rt in self.catalog.all_types() if rt.namespaced]
+
+    def store(self, rt: catalog.ResourceType) -> store.ResourceStore:
+        found = self._stores.get(rt)
+        if found is None:
+            found = store.ResourceStore(
+                rt,
+                strategies.strategy_for(rt),
+                self.storage,
+                namespace_check=self.namespaces.check_writable,
+            )
+            self._stores[rt] = found
+        return found
+
+    def watch(
+        self,
+        rt: catalog.ResourceType,
+        ctx: RequestContext,
+        namespace: str,
+        opts: list_options.ListOptions,
+    ) -> AsyncIterator[watching.WatchEvent]:
+        return watching.watch(
+            self.store(rt), self.hub, self._events, ctx, namespace, opts,
+            settings=self.watch_settings,
+        )

@@ -1,0 +1,532 @@
+"""The generic REST store: the Kubernetes object contract implemented once for every kind.
+
+Per-kind behaviour comes from the kind's strategy; storage errors become Status errors in
+`storage_errors`. Reads hand out `StoredObject`s so that responses are built from stored bytes.
+"""
+
+from __future__ import annotations
+
+import datetime
+import uuid
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from storage import errors as storage_errors
+from storage import interface as storage_interface
+
+from minikcp.apis import catalog, definitions, validation
+from minikcp.machinery import errors, list_options, names, server_side_apply
+from minikcp.registry import codec, keys, storage_errors as interpreted
+from minikcp.registry.objects import RequestContext, StoredObject, WriteOptions
+from minikcp.registry.strategy import Strategy
+
+# How often a write retries after losing a compare-and-swap race it did not ask for.
+_MAX_RETRIES = 16
+_SYSTEM_METADATA = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds")
+
+NamespaceCheck = Callable[[RequestContext, str], Awaitable[None]]
+
+
+def now_rfc3339() -> str:
+    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass(slots=True)
+class ListResult:
+    items: list[StoredObject]
+    revision: int
+    continue_token: str = ""
+    remaining: int | None = None
+
+
+# A mutation of the current object (None when absent) into the desired one; may raise StatusError.
+Mutation = Callable[[dict[str, Any] | None], dict[str, Any]]
+
+
+class ResourceStore:
+    """Get, list, create, update, patch and delete of one resource type."""
+
+    def __init__(
+        self,
+        rt: catalog.ResourceType,
+        strategy: Strategy,
+        store: storage_interface.Storage,
+        *,
+        namespace_check: NamespaceCheck | None = None,
+    ) -> None:
+        self.rt = rt
+        self.strategy = strategy
+        self.storage = store
+        self.schema = definitions.schema_for(rt)
+        self._namespace_check = namespace_check
+
+    # -- reads ----------------------------------------------------------------------------------
+
+    def key(self, cluster: str, namespace: str, name: str) -> str:
+        return keys.object_key(self.rt, cluster, namespace, name)
+
+    async def get(self, ctx: RequestContext, namespace: str, name: str) -> StoredObject:
+        obj = await self.find(ctx, namespace, name)
+        if obj is None:
+            raise errors.not_found(self.rt.plural, name, group=self.rt.group)
+        return obj
+
+    async def find(self, ctx: RequestContext, namespace: str, name: str) -> StoredObject | None:
+        try:
+            item = await self.storage.get(self.key(ctx.cluster, namespace, name))
+        except storage_errors.StorageError as exc:
+            raise interpreted.interpret(exc, self.rt, name) from None
+        if item is None:
+            return None
+        return StoredObject(item.value, cluster=ctx.cluster, revision=item.mod_rev)
+
+    async def list(
+        self, ctx: RequestContext, namespace: str, opts: list_options.ListOptions
+    ) -> ListResult:
+        cluster = None if ctx.cluster == "*" else ctx.cluster
+        prefix = keys.list_prefix(self.rt, cluster, namespace)
+        at_revision: int | None = None
+        start_after: str | None = None
+        if opts.continue_token:
+            token = list_options.decode_continue(opts.continue_token)
+            at_revision = token.revision
+            start_after = prefix + token.start_key
+        elif opts.resource_version and opts.resource_version != "0":
+            rv = list_options.parse_resource_version(opts.resource_version)
+            exact = opts.resource_version_match == "Exact" or (
+                not opts.resource_version_match and opts.limit > 0
+            )
+            if exact:
+                at_revision = rv
+            else:
+                current = await self.storage.current_revision()
+                if rv > current:
+                    raise errors.too_large_resource_version(rv, current)
+        filtered = not (opts.label_selector.empty and opts.field_selector.empty)
+        items: list[StoredObject] = []
+        revision = 0
+        more = False
+        last_key = ""
+        while True:
+            want = opts.limit - len(items) if opts.limit else 0
+            try:
+                page = await self.storage.range(
+                    prefix, limit=want, start_after=start_after, at_revision=at_revision
+                )
+            except storage_errors.Compacted as exc:
+                raise self._expired_continue(exc, opts) from None
+            except storage_errors.StorageError as exc:
+                raise interpreted.interpret(exc, self.rt) from None
+            revision = page.revision
+            at_revision = page.revision
+            for item in page.items:
+                obj = StoredObject(
+                    item.value, cluster=keys.cluster_of(self.rt, item.key), revision=item.mod_rev
+                )
+                if not filtered or self.matches(obj, opts):
+                    items.append(obj)
+            more = page.more
+            if page.items:
+                last_key = page.items[-1].key
+                start_after = last_key
+            if not more or not opts.limit or len(items) >= opts.limit:
+                break
+        token = ""
+        remaining = None
+        if more and opts.limit:
+            token = list_options.encode_continue(revision, last_key[len(prefix) :])
+        return ListResult(items, revision, token, remaining)
+
+    def _expired_continue(
+        self, exc: storage_errors.Compacted, opts: list_options.ListOptions
+    ) -> errors.StatusError:
+        if opts.continue_token:
+            return errors.expired(
+                "The provided continue parameter is too old to display a consistent list result. "
+                "You can start a new list without the continue parameter."
+            )
+        return errors.expired(f"too old resource version: {exc.requested} ({exc.compacted})")
+
+    def matches(self, obj: StoredObject, opts: list_options.ListOptions) -> bool:
+        view = obj.view()
+        if not opts.label_selector.empty:
+            labels = view.get("metadata", {}).get("labels") or {}
+            if not opts.label_selector.matches(labels):
+                return False
+        if not opts.field_selector.empty:
+            return opts.field_selector.matches(self.strategy.selectable_fields(view))
+        return True
+
+    def check_field_selector(self, opts: list_options.ListOptions) -> None:
+        for field in opts.field_selector.fields:
+            if not self.strategy.supports_field(field):
+                raise errors.bad_request(
+                    f'field label not supported: {field}'
+                )
+
+    # -- writes ---------------------------------------------------------------------------------
+
+    def check_type(self, obj: Mapping[str, Any]) -> None:
+        """The body's apiVersion and kind must be those of the endpoint (or absent)."""
+        api_version = obj.get("apiVersion")
+        kind = obj.get("kind")
+        if api_version not in (None, "") and api_version != self.rt.api_version:
+            raise errors.bad_request(
+                f"the API version in the data ({api_version}) does not match the expected API "
+                f"version ({self.rt.api_version})"
+            )
+        if kind not in (None, "") and kind != self.rt.kind:
+            raise errors.bad_request(
+                f"the kind in the data ({kind}) does not match the expected kind ({self.rt.kind})"
+            )
+        if not isinstance(obj.get("metadata", {}), dict):
+            raise errors.bad_request("metadata must be an object")
+
+    def _normalise(self, obj: dict[str, Any], namespace: str) -> dict[str, Any]:
+        self.check_type(obj)
+        obj["apiVersion"] = self.rt.api_version
+        obj["kind"] = self.rt.kind
+        meta = obj.setdefault("metadata", {})
+        if self.rt.namespaced:
+            body_ns = meta.get("namespace") or ""
+            if namespace and body_ns and body_ns != namespace:
+                raise errors.bad_request(
+                    "the namespace of the provided object does not match the namespace sent on "
+                    "the request"
+                )
+            meta["namespace"] = body_ns or namespace
+        else:
+            meta.pop("namespace", None)
+        annotations = meta.get("annotations")
+        if isinstance(annotations, dict):
+            annotations.pop(codec.CLUSTER_ANNOTATION, None)
+            if not annotations:
+                del meta["annotations"]
+        return obj
+
+    def _validate(
+        self,
+        ctx: RequestContext,
+        obj: dict[str, Any],
+        old: Mapping[str, Any] | None,
+        opts: WriteOptions,
+    ) -> None:
+        meta = obj["metadata"]
+        causes = names.validate_object_meta(
+            meta, namespaced=self.rt.namespaced, name_errors=self.strategy.name_validator
+        )
+        causes += self.strategy.validate(obj, old)
+        if causes:
+            raise errors.invalid(self.rt.kind, meta.get("name", ""), causes, group=self.rt.group)
+
+    def _check_unknown_fields(
+        self, ctx: RequestContext, obj: Mapping[str, Any], opts: WriteOptions
+    ) -> None:
+        if opts.field_validation == "Ignore":
+            return
+        unknown = validation.unknown_fields(self.rt, obj)
+        if not unknown:
+            return
+        messages = [f'unknown field "{path}"' for path in unknown]
+        if opts.field_validation == "Strict":
+            raise errors.bad_request("strict decoding error: " + ", ".join(messages))
+        ctx.warnings.extend(messages)
+
+    def _managed_fields(
+        self,
+        obj: dict[str, Any],
+        old: Mapping[str, Any] | None,
+        opts: WriteOptions,
+        subresource: str,
+    ) -> None:
+        if not opts.field_manager:
+            return
+        obj["metadata"]["managedFields"] = server_side_apply.update_managed_fields(
+            old,
+            obj,
+            manager=opts.field_manager,
+            api_version=self.rt.api_version,
+            schema=self.schema,
+            now=now_rfc3339(),
+            subresource=subresource,
+        )
+
+    async def create(
+        self,
+        ctx: RequestContext,
+        namespace: str,
+        obj: dict[str, Any],
+        opts: WriteOptions,
+        *,
+        prepared: bool = False,
+    ) -> StoredObject:
+        obj = self._normalise(obj, namespace)
+        meta = obj["metadata"]
+        namespace = meta.get("namespace", "")
+        if self.rt.namespaced and self._namespace_check is not None:
+            await self._namespace_check(ctx, namespace)
+        generate = not meta.get("name") and meta.get("generateName")
+        if generate:
+            meta["name"] = names.generate_name(meta["generateName"])
+        for key in ("resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds"):
+            meta.pop(key, None)
+        meta["uid"] = str(uuid.uuid4())
+        meta["creationTimestamp"] = now_rfc3339()
+        if not prepared:
+            self._check_unknown_fields(ctx, obj, opts)
+            self.strategy.apply_defaults(obj)
+            self.strategy.prepare_for_create(obj)
+            self._validate(ctx, obj, None, opts)
+            self.strategy.after_write(obj, None)
+            self._managed_fields(obj, None, opts, "")
+        if opts.dry_run:
+            return StoredObject.from_dict(obj, cluster=ctx.cluster, revision=0)
+        for attempt in range(8 if generate else 1):
+            if attempt:
+                meta["name"] = names.generate_name(meta["generateName"])
+            try:
+                item = await self.storage.create(
+                    self.key(ctx.cluster, namespace, meta["name"]), codec.encode_for_storage(obj)
+                )
+            except storage_errors.KeyExists:
+                continue
+            except storage_errors.StorageError as exc:
+                raise interpreted.interpret(exc, self.rt, meta["name"]) from None
+            return StoredObject(item.value, cluster=ctx.cluster, revision=item.mod_rev)
+        raise errors.already_exists(self.rt.plural, meta["name"], group=self.rt.group)
+
+    async def update(
+        self,
+        ctx: RequestContext,
+        namespace: str,
+        name: str,
+        obj: dict[str, Any],
+        opts: WriteOptions,
+        *,
+        subresource: str = "",
+    ) -> StoredObject:
+        """PUT: replace the object; a resourceVersion in the body is a precondition."""
+        obj = self._normalise(obj, namespace)
+        self._check_name(obj, name)
+        self._check_unknown_fields(ctx, obj, opts)
+        precondition = obj["metadata"].get("resourceVersion") or ""
+
+        def mutate(current: dict[str, Any] | None) -> dict[str, Any]:
+            if current is None:
+                raise errors.not_found(self.rt.plural, name, group=self.rt.group)
+            return obj
+
+        return await self.guaranteed_update(
+            ctx, namespace, name, mutate, opts,
+            subresource=subresource, retry=not precondition,
+        )
+
+    def _check_name(self, obj: Mapping[str, Any], name: str) -> None:
+        body_name = obj.get("metadata", {}).get("name")
+        if body_name and body_name != name:
+            raise errors.bad_request(
+                f"the name of the object ({body_name}) does not match the name on the URL ({name})"
+            )
+
+    async def guaranteed_update(
+        self,
+        ctx: RequestContext,
+        namespace: str,
+        name: str,
+        mutate: Mutation,
+        opts: WriteOptions,
+        *,
+        subresource: str = "",
+        retry: bool = True,
+        managed: bool = True,
+    ) -> StoredObject:
+        """Read, mutate, validate and compare-and-swap; retry when another write won the race.
+
+        `mutate` receives a private copy of the current client view and returns the desired object
+        (with the current resourceVersion unless the caller wants a precondition).
+        """
+        for _ in range(_MAX_RETRIES):
+            current = await self.find(ctx, namespace, name)
+            current_view = current.copy() if current is not None else None
+            desired = mutate(current_view)
+            if current is None or current_view is None:
+                raise errors.not_found(self.rt.plural, name, group=self.rt.group)
+            desired = self._normalise(desired, namespace)
+            self._check_name(desired, name)
+            wanted_rv = desired["metadata"].get("resourceVersion")
+            if wanted_rv and wanted_rv != str(current.revision):
+                raise errors.conflict(self.rt.plural, name, errors.STALE_OBJECT, group=self.rt.group)
+            old = current.view()
+            new = self._prepare_update(desired, old, subresource)
+            self._validate(ctx, new, old, opts)
+            if managed:
+                self._managed_fields(new, old, opts, subresource)
+            if _unchanged(new, old):
+                return current
+            if opts.dry_run:
+                return StoredObject.from_dict(new, cluster=ctx.cluster, revision=current.revision)
+            key = self.key(ctx.cluster, namespace, name)
+            try:
+                if old["metadata"].get("deletionTimestamp") and not new["metadata"].get(
+                    "finalizers"
+                ):
+                    # The last finalizer is gone: the pending deletion completes now.
+                    deleted = await self.storage.delete(key, expected_mod_rev=current.revision)
+                    return StoredObject(
+                        codec.encode_for_storage(new), cluster=ctx.cluster, revision=deleted.mod_rev
+                    )
+                item = await self.storage.update(
+                    key, codec.encode_for_storage(new), expected_mod_rev=current.revision
+                )
+            except storage_errors.Conflict:
+                if not retry:
+                    raise errors.conflict(
+                        self.rt.plural, name, errors.STALE_OBJECT, group=self.rt.group
+                    ) from None
+                continue
+            except storage_errors.NotFound:
+                raise errors.not_found(self.rt.plural, name, group=self.rt.group) from None
+            except storage_errors.StorageError as exc:
+                raise interpreted.interpret(exc, self.rt, name) from None
+            return StoredObject(item.value, cluster=ctx.cluster, revision=item.mod_rev)
+        raise errors.conflict(self.rt.plural, name, errors.STALE_OBJECT, group=self.rt.group)
+
+    def _prepare_update(
+        self, desired: dict[str, Any], old: Mapping[str, Any], subresource: str
+    ) -> dict[str, Any]:
+        meta = desired["metadata"]
+        old_meta = old.get("metadata", {})
+        body_uid = meta.get("uid")
+        if body_uid and body_uid != old_meta.get("uid"):
+            raise errors.conflict(
+                self.rt.plural,
+                old_meta.get("name", ""),
+                f"Precondition failed: UID in precondition: {body_uid}, "
+                f"UID in object meta: {old_meta.get('uid')}",
+                group=self.rt.group,
+            )
+        for key in _SYSTEM_METADATA:
+            if key in old_meta:
+                meta[key] = old_meta[key]
+            else:
+                meta.pop(key, None)
+        meta.pop("resourceVersion", None)
+        if "generation" in old_meta:
+            meta["generation"] = old_meta["generation"]
+        if subresource == "status":
+            self.strategy.prepare_for_status_update(desired, old)
+        else:
+            self.strategy.apply_defaults(desired)
+            self.strategy.prepare_for_update(desired, old)
+            self.strategy.after_write(desired, old)
+        if old_meta.get("deletionTimestamp"):
+            # A terminating object may lose finalizers but never gain new ones.
+            added = set(meta.get("finalizers") or ()) - set(old_meta.get("finalizers") or ())
+            if added:
+                raise errors.forbidden(
+                    self.rt.plural,
+                    old_meta.get("name", ""),
+                    f"no new finalizers can be added if the object is being deleted, found new "
+                    f"finalizers {sorted(added)!r}",
+                    group=self.rt.group,
+                )
+        return desired
+
+    async def delete(
+        self,
+        ctx: RequestContext,
+        namespace: str,
+        name: str,
+        options: Mapping[str, Any],
+        opts: WriteOptions,
+    ) -> tuple[StoredObject, bool]:
+        """Delete, or start a deletion that finalizers hold; returns (object, deleted now)."""
+        preconditions = options.get("preconditions") or {}
+        for _ in range(_MAX_RETRIES):
+            current = await self.get(ctx, namespace, name)
+            meta = current.metadata
+            want_uid = preconditions.get("uid")
+            if want_uid and want_uid != meta.get("uid"):
+                raise errors.conflict(
+                    self.rt.plural, name,
+                    f"Precondition failed: UID in precondition: {want_uid}, "
+                    f"UID in object meta: {meta.get('uid', '')}",
+                    group=self.rt.group,
+                )
+            want_rv = preconditions.get("resourceVersion")
+            if want_rv and want_rv != str(current.revision):
+                raise errors.conflict(
+                    self.rt.plural, name,
+                    f"Precondition failed: ResourceVersion in precondition: {want_rv}, "
+                    f"ResourceVersion in object meta: {current.revision}",
+                    group=self.rt.group,
+                )
+            key = self.key(ctx.cluster, namespace, name)
+            if meta.get("finalizers"):
+                if meta.get("deletionTimestamp"):
+                    return current, False
+                pending = current.copy()
+                pending["metadata"]["deletionTimestamp"] = now_rfc3339()
+                pending["metadata"]["deletionGracePeriodSeconds"] = 0
+                pending["metadata"].pop("resourceVersion", None)
+                if opts.dry_run:
+                    return StoredObject.from_dict(
+                        pending, cluster=ctx.cluster, revision=current.revision
+                    ), False
+                try:
+                    item = await self.storage.update(
+                        key, codec.encode_for_storage(pending), expected_mod_rev=current.revision
+                    )
+                except storage_errors.Conflict:
+                    continue
+                except storage_errors.StorageError as exc:
+                    raise interpreted.interpret(exc, self.rt, name) from None
+                return StoredObject(item.value, cluster=ctx.cluster, revision=item.mod_rev), False
+            if opts.dry_run:
+                return current, True
+            try:
+                deleted = await self.storage.delete(key, expected_mod_rev=current.revision)
+            except storage_errors.Conflict:
+                continue
+            except storage_errors.NotFound:
+                raise errors.not_found(self.rt.plural, name, group=self.rt.group) from None
+            except storage_errors.StorageError as exc:
+                raise interpreted.interpret(exc, self.rt, name) from None
+            return StoredObject(current.value, cluster=ctx.cluster, revision=deleted.mod_rev), True
+        raise errors.conflict(self.rt.plural, name, errors.STALE_OBJECT, group=self.rt.group)
+
+
+def _unchanged(new: Mapping[str, Any], old: Mapping[str, Any]) -> bool:
+    """A write that changes nothing but managedFields timestamps is not written (as upstream)."""
+    if new.keys() != old.keys():
+        return False
+    for k, v in new.items():
+        if k == "metadata":
+            continue
+        if old.get(k) != v:
+            return False
+    new_meta, old_meta = dict(new["metadata"]), dict(old.get("metadata", {}))
+    for meta in (new_meta, old_meta):
+        meta.pop("resourceVersion", None)
+        meta.pop("managedFields", None)
+        annotations = meta.get("annotations")
+        if isinstance(annotations, dict) and codec.CLUSTER_ANNOTATION in annotations:
+            rest = {k: v for k, v in annotations.items() if k != codec.CLUSTER_ANNOTATION}
+            if rest:
+                meta["annotations"] = rest
+            else:
+                del meta["annotations"]
+    if new_meta != old_meta:
+        return False
+    return _same_managers(new.get("metadata", {}), old.get("metadata", {}))
+
+
+def _same_managers(new_meta: Mapping[str, Any], old_meta: Mapping[str, Any]) -> bool:
+    def owners(meta: Mapping[str, Any]) -> list[Any]:
+        return [
+            (m.get("manager"), m.get("operation"), m.get("fieldsV1"))
+            for m in meta.get("managedFields") or ()
+        ]
+
+    return owners(new_meta) == owners(old_meta)

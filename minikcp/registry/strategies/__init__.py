@@ -1,0 +1,25 @@
+"""Per-kind strategies; `strategy_for` picks one, the generic Strategy covers the rest."""
+
+from __future__ import annotations
+
+from minikcp.apis import catalog
+from minikcp.registry import strategy
+from minikcp.registry.strategies import apps, batch, core
+
+_BY_KIND: dict[tuple[str, str], type[strategy.Strategy]] = {
+    ("", "Namespace"): core.NamespaceStrategy,
+    ("", "Pod"): core.PodStrategy,
+    ("", "Service"): core.ServiceStrategy,
+    ("", "Secret"): core.SecretStrategy,
+    ("", "Event"): core.EventStrategy,
+    ("events.k8s.io", "Event"): core.EventsV1Strategy,
+    ("apps", "Deployment"): apps.DeploymentStrategy,
+    ("apps", "ReplicaSet"): apps.ReplicaSetStrategy,
+    ("batch", "Job"): batch.JobStrategy,
+    ("networking.k8s.io", "Ingress"): batch.GenerationStrategy,
+    ("apiextensions.k8s.io", "CustomResourceDefinition"): batch.GenerationStrategy,
+}
+
+
+def strategy_for(rt: catalog.ResourceType) -> strategy.Strategy:
+    return _BY_KIND.get((rt.group, rt.kind), strategy.Strategy)(rt)

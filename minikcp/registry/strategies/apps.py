@@ -1,0 +1,100 @@
+"""Strategies of apps/v1 kinds: generation, the scale subresource, the rollout status."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from minikcp.machinery import selectors
+from minikcp.registry import strategy
+
+
+class ScalableStrategy(strategy.Strategy):
+    """Kinds with spec.replicas and an autoscaling/v1 Scale subresource."""
+
+    tracks_generation = True
+
+    def scale_of(self, obj: Mapping[str, Any]) -> dict[str, Any]:
+        meta = obj.get("metadata", {})
+        spec, status = obj.get("spec", {}), obj.get("status", {})
+        scale_meta = {
+            k: meta[k]
+            for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
+            if k in meta
+        }
+        selector = spec.get("selector")
+        return {
+            "kind": "Scale",
+            "apiVersion": "autoscaling/v1",
+            "metadata": scale_meta,
+            "spec": {"replicas": spec.get("replicas", 0)},
+            "status": {
+                "replicas": status.get("replicas", 0),
+                "selector": selectors.format_label_selector(selector) if selector else "",
+            },
+        }
+
+    @staticmethod
+    def set_replicas(obj: dict[str, Any], replicas: int) -> None:
+        obj.setdefault("spec", {})["replicas"] = replicas
+
+
+class ReplicaSetStrategy(ScalableStrategy):
+    extra_selectable_fields = frozenset({"status.replicas"})
+
+
+class DeploymentStrategy(ScalableStrategy):
+    """With no controller running pods, a deployment reports itself rolled out at once.
+
+    This keeps `kubectl rollout status` and `kubectl wait --for=condition=Available` working the
+    way they do on a real cluster; status written through /status still wins until the next
+    spec change.
+    """
+
+    simulate_rollout = True
+
+    def after_write(self, obj: dict[str, Any], old: Mapping[str, Any] | None) -> None:
+        if not self.simulate_rollout:
+            return
+        generation = obj["metadata"].get("generation", 1)
+        if old is not None and old.get("status", {}).get("observedGeneration") == generation:
+            return
+        replicas = obj.get("spec", {}).get("replicas", 1)
+        now = obj["metadata"].get("creationTimestamp", "")
+        if old is not None:
+            now = _now()
+        name = obj["metadata"].get("name", "")
+        obj["status"] = {
+            "observedGeneration": generation,
+            "replicas": replicas,
+            "updatedReplicas": replicas,
+            "readyReplicas": replicas,
+            "availableReplicas": replicas,
+            "conditions": [
+                {
+                    "type": "Available",
+                    "status": "True",
+                    "lastUpdateTime": now,
+                    "lastTransitionTime": now,
+                    "reason": "MinimumReplicasAvailable",
+                    "message": "Deployment has minimum availability.",
+                },
+                {
+                    "type": "Progressing",
+                    "status": "True",
+                    "lastUpdateTime": now,
+                    "lastTransitionTime": now,
+                    "reason": "NewReplicaSetAvailable",
+                    "message": f'ReplicaSet "{name}" has successfully progressed.',
+                },
+            ],
+        }
+        if replicas == 0:
+            for key in ("replicas", "updatedReplicas", "readyReplicas", "availableReplicas"):
+                del obj["status"][key]
+
+
+def _now() -> str:
+    import datetime
+
+    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -1,0 +1,167 @@
+"""Strategies of core/v1 kinds that differ from the generic behaviour."""
+
+from __future__ import annotations
+
+import hashlib
+import ipaddress
+from collections.abc import Mapping
+from typing import Any
+
+from minikcp.machinery import names
+from minikcp.registry import strategy
+
+NAME_LABEL = "kubernetes.io/metadata.name"
+
+
+class NamespaceStrategy(strategy.Strategy):
+    name_validator = staticmethod(names.dns1123_label_errors)
+    extra_selectable_fields = frozenset({"status.phase"})
+
+    def prepare_for_create(self, obj: dict[str, Any]) -> None:
+        super().prepare_for_create(obj)
+        obj["status"] = {"phase": "Active"}
+        self._name_label(obj)
+
+    def prepare_for_update(self, obj: dict[str, Any], old: Mapping[str, Any]) -> None:
+        super().prepare_for_update(obj, old)
+        self._name_label(obj)
+
+    @staticmethod
+    def _name_label(obj: dict[str, Any]) -> None:
+        meta = obj["metadata"]
+        labels = meta.get("labels") or {}
+        labels[NAME_LABEL] = meta["name"]
+        meta["labels"] = labels
+
+
+class PodStrategy(strategy.Strategy):
+    extra_selectable_fields = frozenset(
+        {
+            "spec.nodeName",
+            "spec.restartPolicy",
+            "spec.schedulerName",
+            "spec.serviceAccountName",
+            "spec.hostNetwork",
+            "status.phase",
+            "status.podIP",
+            "status.nominatedNodeName",
+        }
+    )
+
+    def initial_status(self, obj: dict[str, Any]) -> None:
+        # Pods are stored, not run: they stay Pending until something reports otherwise.
+        obj["status"] = {"phase": "Pending", "qosClass": _qos_class(obj)}
+
+
+def _qos_class(pod: Mapping[str, Any]) -> str:
+    containers = pod.get("spec", {}).get("containers") or []
+    requests_seen = limits_seen = False
+    guaranteed = bool(containers)
+    for c in containers:
+        res = c.get("resources") or {}
+        req, lim = res.get("requests") or {}, res.get("limits") or {}
+        requests_seen |= bool(req)
+        limits_seen |= bool(lim)
+        if not lim or any(req.get(k, v) != v for k, v in lim.items()) or set(lim) < {
+            "cpu",
+            "memory",
+        }:
+            guaranteed = False
+    if not requests_seen and not limits_seen:
+        return "BestEffort"
+    return "Guaranteed" if guaranteed else "Burstable"
+
+
+_SERVICE_NET = ipaddress.ip_network("10.96.0.0/12")
+
+
+class ServiceStrategy(strategy.Strategy):
+    """Allocates cluster IPs and node ports deterministically: no allocator state to keep."""
+
+    extra_selectable_fields = frozenset({"spec.clusterIP", "spec.type"})
+
+    def prepare_for_create(self, obj: dict[str, Any]) -> None:
+        super().prepare_for_create(obj)
+        obj.setdefault("status", {"loadBalancer": {}})
+        spec = obj.setdefault("spec", {})
+        kind = spec.get("type", "ClusterIP")
+        seed = "/".join((obj["metadata"].get("namespace", ""), obj["metadata"].get("name", "")))
+        if kind != "ExternalName" and not spec.get("clusterIP"):
+            spec["clusterIP"] = str(_SERVICE_NET[1 + _hash(seed) % (_SERVICE_NET.num_addresses - 2)])
+        if spec.get("clusterIP") and not spec.get("clusterIPs"):
+            spec["clusterIPs"] = [spec["clusterIP"]]
+        if kind in ("NodePort", "LoadBalancer"):
+            for i, port in enumerate(spec.get("ports") or []):
+                port.setdefault("nodePort", 30000 + _hash(f"{seed}/{i}") % 2768)
+
+    def prepare_for_update(self, obj: dict[str, Any], old: Mapping[str, Any]) -> None:
+        super().prepare_for_update(obj, old)
+        spec, old_spec = obj.setdefault("spec", {}), old.get("spec", {})
+        for field in ("clusterIP", "clusterIPs"):
+            if field not in spec and field in old_spec:
+                spec[field] = old_spec[field]
+
+
+def _hash(text: str) -> int:
+    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "big")
+
+
+class SecretStrategy(strategy.Strategy):
+    extra_selectable_fields = frozenset({"type"})
+
+    def prepare_for_create(self, obj: dict[str, Any]) -> None:
+        super().prepare_for_create(obj)
+        _fold_string_data(obj)
+
+    def prepare_for_update(self, obj: dict[str, Any], old: Mapping[str, Any]) -> None:
+        super().prepare_for_update(obj, old)
+        _fold_string_data(obj)
+
+
+def _fold_string_data(obj: dict[str, Any]) -> None:
+    """stringData is write-only: it is merged into data, base64-encoded, as upstream does."""
+    import base64
+
+    string_data = obj.pop("stringData", None)
+    if isinstance(string_data, dict) and string_data:
+        data = obj.get("data") or {}
+        for k, v in string_data.items():
+            data[k] = base64.b64encode(str(v).encode()).decode()
+        obj["data"] = data
+
+
+class EventStrategy(strategy.Strategy):
+    extra_selectable_fields = frozenset(
+        {
+            "involvedObject.kind",
+            "involvedObject.namespace",
+            "involvedObject.name",
+            "involvedObject.uid",
+            "involvedObject.apiVersion",
+            "involvedObject.resourceVersion",
+            "involvedObject.fieldPath",
+            "reason",
+            "reportingComponent",
+            "source",
+            "type",
+        }
+    )
+
+    def selectable_fields(self, obj: Mapping[str, Any]) -> dict[str, str]:
+        fields = super().selectable_fields(obj)
+        # upstream: "source" selects source.component
+        fields["source"] = (obj.get("source") or {}).get("component", "")
+        return fields
+
+
+class EventsV1Strategy(strategy.Strategy):
+    extra_selectable_fields = frozenset(
+        {
+            "regarding.kind",
+            "regarding.namespace",
+            "regarding.name",
+            "regarding.uid",
+            "reason",
+            "type",
+        }
+    )

@@ -1,0 +1,106 @@
+"""The per-kind strategy the generic store calls at fixed points, as kube-apiserver's rest strategies.
+
+Hooks run in this order on a write: defaults -> prepare_for_create/update -> validate. Hooks may
+mutate the object they are given (it is private to the request) but never `old`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from minikcp.apis import catalog, defaults, printers, validation
+from minikcp.machinery import errors, names
+
+
+class Strategy:
+    """Defaults that suit most kinds; per-kind strategies override what differs."""
+
+    # Bump metadata.generation when anything but metadata and status changes.
+    tracks_generation = False
+    # Names are DNS-1123 subdomains unless a kind says otherwise.
+    name_validator = staticmethod(names.dns1123_subdomain_errors)
+    # Field selectors a kind supports beyond metadata.name and metadata.namespace.
+    extra_selectable_fields: frozenset[str] = frozenset()
+
+    def __init__(self, rt: catalog.ResourceType) -> None:
+        self.rt = rt
+        self.has_status = any(s.name == "status" for s in rt.subresources)
+        self.printer = printers.printer_for(rt.group, rt.kind)
+
+    # -- writes ---------------------------------------------------------------------------------
+
+    def apply_defaults(self, obj: dict[str, Any]) -> None:
+        defaults.apply_defaults(self.rt, obj)
+
+    def prepare_for_create(self, obj: dict[str, Any]) -> None:
+        if self.has_status:
+            obj.pop("status", None)
+            self.initial_status(obj)
+        if self.tracks_generation:
+            obj["metadata"]["generation"] = 1
+
+    def initial_status(self, obj: dict[str, Any]) -> None:
+        """The status a new object starts with (kinds with a status subresource)."""
+
+    def prepare_for_update(self, obj: dict[str, Any], old: Mapping[str, Any]) -> None:
+        if self.has_status:
+            if "status" in old:
+                obj["status"] = old["status"]
+            else:
+                obj.pop("status", None)
+        if self.tracks_generation:
+            gen = old.get("metadata", {}).get("generation", 1)
+            obj["metadata"]["generation"] = gen + 1 if self.spec_changed(obj, old) else gen
+
+    def prepare_for_status_update(self, obj: dict[str, Any], old: Mapping[str, Any]) -> None:
+        """A status write changes status only: everything else comes from the old object."""
+        status = obj.get("status")
+        meta = obj.get("metadata", {})
+        obj.clear()
+        obj.update({k: v for k, v in old.items() if k != "status"})
+        obj["metadata"] = dict(old.get("metadata", {}))
+        if "managedFields" in meta:
+            obj["metadata"]["managedFields"] = meta["managedFields"]
+        if status is not None:
+            obj["status"] = status
+
+    def after_write(self, obj: dict[str, Any], old: Mapping[str, Any] | None) -> None:
+        """Last adjustments once the object is final (e.g. status derived from spec)."""
+
+    def validate(self, obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> list[errors.Cause]:
+        return validation.validate_kind(self.rt, obj, old)
+
+    @staticmethod
+    def spec_changed(obj: Mapping[str, Any], old: Mapping[str, Any]) -> bool:
+        keys = (set(obj) | set(old)) - {"metadata", "status", "apiVersion", "kind"}
+        return any(obj.get(k) != old.get(k) for k in keys)
+
+    # -- reads ----------------------------------------------------------------------------------
+
+    def selectable_fields(self, obj: Mapping[str, Any]) -> dict[str, str]:
+        meta = obj.get("metadata", {})
+        fields = {"metadata.name": meta.get("name", "")}
+        if self.rt.namespaced:
+            fields["metadata.namespace"] = meta.get("namespace", "")
+        for path in self.extra_selectable_fields:
+            fields[path] = _field_value(obj, path)
+        return fields
+
+    def supports_field(self, path: str) -> bool:
+        return path in ("metadata.name", "metadata.namespace") or (
+            path in self.extra_selectable_fields
+        )
+
+
+def _field_value(obj: Mapping[str, Any], path: str) -> str:
+    cur: Any = obj
+    for part in path.split("."):
+        if not isinstance(cur, Mapping):
+            return ""
+        cur = cur.get(part)
+    if cur is None:
+        return ""
+    if isinstance(cur, bool):
+        return "true" if cur else "false"
+    return str(cur)

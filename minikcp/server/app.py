@@ -1,0 +1,85 @@
+"""The aiohttp application: authentication, routing to handlers, Status errors."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+
+from aiohttp import web
+
+from minikcp.auth import authn
+from minikcp.machinery import errors, request_info, users
+from minikcp.registry import registry
+from minikcp.server import encoding, nonresource, resources
+
+logger = logging.getLogger(__name__)
+
+# Paths anybody may read, as kube-apiserver's system:public-info-viewer role allows.
+_PUBLIC = frozenset({"healthz", "livez", "readyz", "version"})
+_UNAUTHORIZED = errors.StatusError(401, "Unauthorized", "Unauthorized")
+
+
+def _status_response(exc: errors.StatusError) -> web.Response:
+    return web.Response(
+        body=encoding.status_bytes(exc.to_status()),
+        status=exc.code,
+        content_type=encoding.JSON,
+    )
+
+
+@web.middleware
+async def status_errors(
+    request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+) -> web.StreamResponse:
+    """Every failure leaves as a Kubernetes Status; nothing else escapes."""
+    try:
+        return await handler(request)
+    except errors.StatusError as exc:
+        return _status_response(exc)
+    except web.HTTPRequestEntityTooLarge:
+        return _status_response(errors.request_entity_too_large(encoding.MAX_BODY_BYTES))
+    except web.HTTPException as exc:
+        return _status_response(errors.StatusError(exc.status, exc.reason, exc.text or exc.reason))
+    except Exception as exc:
+        logger.exception("internal error serving %s %s", request.method, request.path)
+        return _status_response(errors.internal(type(exc).__name__))
+
+
+def build_app(
+    reg: registry.Registry,
+    authenticator: authn.Authenticator,
+    *,
+    ready: Callable[[], bool] = lambda: True,
+) -> web.Application:
+    app = web.Application(
+        middlewares=[status_errors], client_max_size=encoding.MAX_BODY_BYTES + 64 * 1024
+    )
+    resource_handler = resources.ResourceHandler(reg)
+    other_handler = nonresource.NonResourceHandler(reg, ready=ready)
+
+    async def dispatch(request: web.Request) -> web.StreamResponse:
+        watch = request.query.get("watch", "") in ("true", "1")
+        info = request_info.parse(request.method, request.path, watch_param=watch)
+        user = _authenticate(request, authenticator)
+        if user is None:
+            if info.is_resource_request or (info.parts[:1] and info.parts[0] not in _PUBLIC):
+                raise _UNAUTHORIZED
+            user = authn.ANONYMOUS
+        if info.is_resource_request:
+            return await resource_handler.handle(request, info, user)
+        if request.method not in ("GET", "HEAD"):
+            raise errors.method_not_allowed(request.method, info.path)
+        return await other_handler.handle(request, info)
+
+    app.router.add_route("*", "/{tail:.*}", dispatch)
+    return app
+
+
+def _authenticate(request: web.Request, authenticator: authn.Authenticator) -> users.UserInfo | None:
+    peer = None
+    transport = request.transport
+    if transport is not None:
+        peer = transport.get_extra_info("peercert")
+    return authenticator.authenticate(
+        authorization=request.headers.get("Authorization"), peer_cert=peer
+    )

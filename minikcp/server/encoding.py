@@ -1,0 +1,171 @@
+"""Content negotiation and the bytes of responses: objects, lists, tables, watch events, Status."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+import yaml
+
+from minikcp.apis import catalog
+from minikcp.machinery import errors, protobuf, tables
+from minikcp.registry import objects, watching
+
+JSON = "application/json"
+YAML = "application/yaml"
+MAX_BODY_BYTES = 3 * 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class TableRequest:
+    """The client asked for a meta.k8s.io Table (kubectl get), in this version."""
+
+    api_version: str  # meta.k8s.io/v1 or meta.k8s.io/v1beta1
+    include_object: str  # None | Metadata | Object
+
+
+def wants_table(accept: str, query: Mapping[str, str]) -> TableRequest | None:
+    for part in accept.split(","):
+        params = {}
+        for piece in part.split(";")[1:]:
+            k, _, v = piece.strip().partition("=")
+            params[k] = v
+        if params.get("as") == "Table" and params.get("g") == "meta.k8s.io":
+            version = params.get("v", "v1")
+            if version in ("v1", "v1beta1"):
+                include = query.get("includeObject") or "Metadata"
+                if include not in ("None", "Metadata", "Object"):
+                    raise errors.bad_request(f"includeObject: unsupported value {include!r}")
+                return TableRequest(f"meta.k8s.io/{version}", include)
+    return None
+
+
+def decode_body(body: bytes, content_type: str, *, strict: bool) -> Any:
+    """Decode a request body by its content type; duplicate keys are an error under Strict."""
+    media = content_type.split(";", 1)[0].strip().lower()
+    if len(body) > MAX_BODY_BYTES:
+        raise errors.request_entity_too_large(MAX_BODY_BYTES)
+    if media == protobuf.PROTOBUF_CONTENT_TYPE:
+        return protobuf.decode_object(body)
+    if media in (YAML, "application/x-yaml", "text/yaml"):
+        try:
+            return yaml.load(body, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        except yaml.YAMLError as exc:
+            raise errors.bad_request(f"error decoding YAML: {exc}") from None
+    if media not in (JSON, "", "*/*", "application/*", "text/plain"):
+        raise errors.unsupported_media_type([JSON, YAML, protobuf.PROTOBUF_CONTENT_TYPE])
+    try:
+        value = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        raise errors.bad_request(f"error decoding request body as JSON: {exc}") from None
+    if strict:
+        duplicates = duplicate_fields(body)
+        if duplicates:
+            raise errors.bad_request(
+                "strict decoding error: "
+                + ", ".join(f'json: duplicate field "{d}"' for d in duplicates)
+            )
+    return value
+
+
+def duplicate_fields(body: bytes) -> list[str]:
+    """Paths of keys that appear twice in one JSON object (orjson keeps the last silently)."""
+    import json
+
+    found: list[str] = []
+
+    def hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        seen: set[str] = set()
+        for k, _ in pairs:
+            if k in seen:
+                found.append(k)
+            seen.add(k)
+        return dict(pairs)
+
+    json.loads(body, object_pairs_hook=hook)
+    return found
+
+
+def status_bytes(status: Mapping[str, Any]) -> bytes:
+    return orjson.dumps(status)
+
+
+def list_bytes(
+    rt: catalog.ResourceType,
+    items: Sequence[objects.StoredObject],
+    *,
+    revision: int,
+    continue_token: str = "",
+    remaining: int | None = None,
+) -> bytes:
+    """A list response assembled from the items' stored bytes (no decode/encode per item)."""
+    meta: dict[str, Any] = {"resourceVersion": str(revision)}
+    if continue_token:
+        meta["continue"] = continue_token
+    if remaining is not None:
+        meta["remainingItemCount"] = remaining
+    head = b'{"kind":"%s","apiVersion":"%s","metadata":%s,"items":[' % (
+        rt.list_kind.encode(),
+        rt.api_version.encode(),
+        orjson.dumps(meta),
+    )
+    return head + b",".join(item.to_json() for item in items) + b"]}"
+
+
+def table_bytes(
+    printer_cells: Any,
+    columns: Sequence[tables.Column],
+    items: Sequence[objects.StoredObject],
+    request: TableRequest,
+    *,
+    revision: int,
+    continue_token: str = "",
+) -> bytes:
+    now = time.time()
+    rows = [
+        tables.TableRow(
+            cells=printer_cells(item.view(), now),
+            object=tables.row_object(item.view(), request.include_object, api_version=request.api_version),
+        )
+        for item in items
+    ]
+    return orjson.dumps(
+        tables.build_table(
+            columns,
+            rows,
+            resource_version=str(revision) if revision else "",
+            continue_token=continue_token,
+            api_version=request.api_version,
+        )
+    )
+
+
+def watch_event_bytes(
+    event: watching.WatchEvent,
+    rt: catalog.ResourceType,
+    table: TableRequest | None,
+    printer: Any,
+) -> bytes:
+    if event.type == watching.ERROR:
+        return b'{"type":"ERROR","object":' + orjson.dumps(event.status) + b"}\n"
+    if event.type == watching.BOOKMARK:
+        meta: dict[str, Any] = {"resourceVersion": str(event.revision)}
+        if event.initial_events_end:
+            meta["annotations"] = {watching.INITIAL_EVENTS_END: "true"}
+        if table is not None:
+            body = {"kind": "Table", "apiVersion": table.api_version, "metadata": meta,
+                    "columnDefinitions": [], "rows": []}
+        else:
+            body = {"kind": rt.kind, "apiVersion": rt.api_version, "metadata": meta}
+        return b'{"type":"BOOKMARK","object":' + orjson.dumps(body) + b"}\n"
+    assert event.object is not None
+    if table is not None:
+        obj = table_bytes(
+            printer.cells, printer.columns, [event.object], table, revision=event.object.revision
+        )
+    else:
+        obj = event.object.to_json()
+    return b'{"type":"' + event.type.encode() + b'","object":' + obj + b"}\n"

@@ -1,0 +1,151 @@
+"""Non-resource endpoints: version, health, discovery and OpenAPI documents."""
+
+from __future__ import annotations
+
+import platform
+from collections.abc import Callable
+
+import orjson
+from aiohttp import web
+
+from minikcp.apis import discovery, openapi
+from minikcp.machinery import errors, request_info
+from minikcp.registry import registry
+from minikcp.server import encoding
+
+SERVED_MINOR = "32"
+GIT_VERSION = "v1.32.0-minikcp"
+
+_VERSION = orjson.dumps(
+    {
+        "major": "1",
+        "minor": SERVED_MINOR,
+        "gitVersion": GIT_VERSION,
+        "gitCommit": "0000000000000000000000000000000000000000",
+        "gitTreeState": "clean",
+        "buildDate": "2026-12-01T00:00:00Z",
+        "goVersion": f"python{platform.python_version()}",
+        "compiler": "cpython",
+        "platform": f"{platform.system().lower()}/{platform.machine()}",
+    }
+)
+_NO_CACHE = {"Cache-Control": "no-cache, private"}
+_AGGREGATED = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+_AGGREGATED_BETA = "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList"
+_OPENAPI_V2_PROTOBUF = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
+
+
+def _not_found() -> errors.StatusError:
+    return errors.StatusError(404, "NotFound", "the server could not find the requested resource")
+
+
+def _aggregated_version(accept: str) -> str | None:
+    for part in accept.split(","):
+        params = dict(
+            p.strip().partition("=")[::2] for p in part.split(";")[1:] if "=" in p
+        )
+        if params.get("g") == "apidiscovery.k8s.io" and params.get("as") == "APIGroupDiscoveryList":
+            if params.get("v") in ("v2", "v2beta1"):
+                return params["v"]
+    return None
+
+
+class NonResourceHandler:
+    def __init__(self, reg: registry.Registry, *, ready: Callable[[], bool]) -> None:
+        self.registry = reg
+        self._ready = ready
+
+    async def handle(
+        self, request: web.Request, info: request_info.RequestInfo
+    ) -> web.StreamResponse:
+        parts = info.parts
+        head = parts[0] if parts else ""
+        if head == "version" and len(parts) == 1:
+            return web.Response(body=_VERSION, content_type=encoding.JSON, headers=_NO_CACHE)
+        if head in ("healthz", "livez", "readyz"):
+            ok = head != "readyz" or self._ready()
+            return web.Response(
+                text="ok" if ok else "[-]storage not ready\nreadyz check failed",
+                status=200 if ok else 500,
+                content_type="text/plain",
+                headers={"X-Content-Type-Options": "nosniff", **_NO_CACHE},
+            )
+        types = self.registry.catalog_for(info.cluster)
+        accept = request.headers.get("Accept", "")
+        if head in ("api", "apis"):
+            return self._discovery(parts, types, accept)
+        if head == "openapi":
+            return self._openapi(request, info, parts, types)
+        if not parts:
+            paths = ["/api", "/api/v1", "/apis", "/healthz", "/livez", "/openapi/v2",
+                     "/openapi/v3", "/readyz", "/version"]
+            return web.Response(body=orjson.dumps({"paths": paths}), content_type=encoding.JSON)
+        raise _not_found()
+
+    def _discovery(self, parts: tuple[str, ...], types: object, accept: str) -> web.Response:
+        aggregated = _aggregated_version(accept)
+        headers = {"Cache-Control": "no-cache, private"}
+        if len(parts) == 1:
+            if aggregated is not None:
+                body = discovery.aggregated(types, legacy=parts[0] == "api", version=aggregated)  # type: ignore[arg-type]
+                ctype = _AGGREGATED if aggregated == "v2" else _AGGREGATED_BETA
+                return web.Response(body=body, headers={**headers, "Content-Type": ctype})
+            if parts[0] == "api":
+                return _raw(discovery.api_versions(types), headers)  # type: ignore[arg-type]
+            return _raw(discovery.api_group_list(types), headers)  # type: ignore[arg-type]
+        if parts[0] == "api" and len(parts) == 2:
+            body = discovery.api_resource_list(types, "", parts[1])  # type: ignore[arg-type]
+        elif parts[0] == "apis" and len(parts) == 2:
+            body = discovery.api_group(types, parts[1])  # type: ignore[arg-type]
+        elif parts[0] == "apis" and len(parts) == 3:
+            body = discovery.api_resource_list(types, parts[1], parts[2])  # type: ignore[arg-type]
+        else:
+            body = None
+        if body is None:
+            raise _not_found()
+        return _raw(body, headers)
+
+    def _openapi(
+        self,
+        request: web.Request,
+        info: request_info.RequestInfo,
+        parts: tuple[str, ...],
+        types: object,
+    ) -> web.Response:
+        if len(parts) == 2 and parts[1] == "v2":
+            doc = openapi.openapi_v2_document(types)  # type: ignore[arg-type]
+            accept = request.headers.get("Accept", "")
+            if "json" not in accept and "protobuf" in accept:
+                proto = openapi.openapi_v2_protobuf(types)  # type: ignore[arg-type]
+                return web.Response(body=proto.body, headers={"Content-Type": _OPENAPI_V2_PROTOBUF})
+            return self._document(request, doc)
+        if len(parts) >= 2 and parts[1] == "v3":
+            if len(parts) == 2:
+                prefix = "" if info.path == request.path else f"/clusters/{info.cluster}"
+                body = openapi.openapi_v3_index(types, prefix)  # type: ignore[arg-type]
+                return _raw(body, {"Cache-Control": "no-cache, private"})
+            group_version = "/".join(parts[2:])
+            doc = openapi.openapi_v3_document(types, group_version)  # type: ignore[arg-type]
+            if doc is None:
+                raise _not_found()
+            return self._document(request, doc)
+        raise _not_found()
+
+    @staticmethod
+    def _document(request: web.Request, doc: openapi.OpenAPIDocument) -> web.Response:
+        immutable = "hash" in request.query
+        headers = {
+            "ETag": doc.etag,
+            "Cache-Control": "public, immutable" if immutable else "no-cache, private",
+            "Vary": "Accept-Encoding",
+        }
+        if request.headers.get("If-None-Match") == doc.etag:
+            return web.Response(status=304, headers=headers)
+        if "gzip" in request.headers.get("Accept-Encoding", ""):
+            headers["Content-Encoding"] = "gzip"
+            return web.Response(body=doc.gzip_body, headers={**headers, "Content-Type": encoding.JSON})
+        return web.Response(body=doc.body, headers={**headers, "Content-Type": encoding.JSON})
+
+
+def _raw(body: bytes, headers: dict[str, str]) -> web.Response:
+    return web.Response(body=body, headers={**headers, "Content-Type": encoding.JSON})

@@ -1,0 +1,320 @@
+"""Resource requests: from RequestInfo and query to a registry call, and its result to bytes."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Mapping
+from typing import Any
+
+import orjson
+from aiohttp import web
+
+from minikcp.apis import catalog
+from minikcp.machinery import errors, list_options, request_info, users
+from minikcp.registry import objects, patching, registry, scale
+from minikcp.server import encoding
+
+_FIELD_VALIDATION = ("Strict", "Warn", "Ignore")
+
+
+def _not_found() -> errors.StatusError:
+    return errors.StatusError(404, "NotFound", "the server could not find the requested resource")
+
+
+def write_options(query: Mapping[str, str], user_agent: str) -> objects.WriteOptions:
+    dry_run = query.get("dryRun", "")
+    if dry_run not in ("", "All"):
+        raise errors.bad_request(f"Invalid dryRun value: {dry_run!r}: supported values are [All]")
+    validation = query.get("fieldValidation") or "Warn"
+    if validation not in _FIELD_VALIDATION:
+        raise errors.bad_request(
+            f"fieldValidation: Unsupported value: {validation!r}: supported values: "
+            '"Ignore", "Strict", "Warn"'
+        )
+    manager = query.get("fieldManager") or _manager_from_user_agent(user_agent)
+    if len(manager) > 128:
+        raise errors.bad_request("fieldManager: Too long: may not be more than 128 bytes")
+    force = query.get("force", "")
+    return objects.WriteOptions(
+        dry_run=bool(dry_run),
+        field_manager=manager,
+        field_validation=validation,
+        force=force in ("true", "1"),
+    )
+
+
+def _manager_from_user_agent(user_agent: str) -> str:
+    """As upstream: the user agent up to its first '/', at most 128 bytes."""
+    return (user_agent.split("/", 1)[0] or "unknown")[:128]
+
+
+class ResourceHandler:
+    """Serves /api/v1/... and /apis/<g>/<v>/... for one registry."""
+
+    def __init__(self, reg: registry.Registry) -> None:
+        self.registry = reg
+
+    async def handle(
+        self, request: web.Request, info: request_info.RequestInfo, user: users.UserInfo
+    ) -> web.StreamResponse:
+        types = self.registry.catalog_for(info.cluster)
+        rt = types.by_resource(info.group, info.version, info.resource)
+        if rt is None:
+            raise _not_found()
+        if info.subresource and info.subresource not in {s.name for s in rt.subresources}:
+            raise _not_found()
+        if info.cluster == request_info.WILDCARD_CLUSTER and info.verb not in ("list", "watch"):
+            raise errors.method_not_allowed(info.verb, info.resource)
+        verb = info.verb
+        if verb not in rt.verbs and not info.subresource:
+            raise errors.method_not_allowed(verb, info.resource)
+        ctx = objects.RequestContext(cluster=info.cluster, user=user)
+        namespace = info.namespace if rt.namespaced else ""
+        query = {k: v for k, v in request.query.items()}
+        response = await self._dispatch(request, info, rt, ctx, namespace, query)
+        for warning in ctx.warnings:
+            response.headers.add("Warning", f'299 - "{_escape(warning)}"')
+        return response
+
+    async def _dispatch(
+        self,
+        request: web.Request,
+        info: request_info.RequestInfo,
+        rt: catalog.ResourceType,
+        ctx: objects.RequestContext,
+        namespace: str,
+        query: dict[str, str],
+    ) -> web.StreamResponse:
+        store = self.registry.store(rt)
+        verb, name, sub = info.verb, info.name, info.subresource
+        if verb == "watch" or (verb == "get" and name and _is_watch(query)):
+            if name:
+                query["fieldSelector"] = _merge_name_selector(query.get("fieldSelector", ""), name)
+            return await self._watch(request, rt, ctx, namespace, query)
+        if verb == "list":
+            return await self._list(request, rt, ctx, namespace, query)
+        if verb == "get":
+            if sub == "scale":
+                return _json(await scale.get_scale(store, ctx, namespace, name))
+            obj = await store.get(ctx, namespace, name)
+            return self._object(request, rt, obj, query)
+        user_agent = request.headers.get("User-Agent", "")
+        opts = write_options(query, user_agent)
+        strict = opts.field_validation == "Strict"
+        if verb == "create":
+            if name:
+                raise errors.method_not_allowed("create", info.resource)
+            body = await _read_body(request)
+            obj = _as_object(encoding.decode_body(body, request.content_type, strict=strict))
+            created = await store.create(ctx, namespace, obj, opts)
+            return self._object(request, rt, created, query, status=201)
+        if verb == "update":
+            body = await _read_body(request)
+            if sub == "scale":
+                return _json(
+                    await scale.write_scale(
+                        store, ctx, namespace, name, body=body, patch_type=None, opts=opts
+                    )
+                )
+            obj = _as_object(encoding.decode_body(body, request.content_type, strict=strict))
+            updated = await store.update(ctx, namespace, name, obj, opts, subresource=sub)
+            return self._object(request, rt, updated, query)
+        if verb == "patch":
+            body = await _read_body(request)
+            patch_type = request.content_type
+            if sub == "scale":
+                return _json(
+                    await scale.write_scale(
+                        store, ctx, namespace, name, body=body, patch_type=patch_type, opts=opts
+                    )
+                )
+            patched, created = await patching.patch(
+                store, ctx, namespace, name,
+                patch_type=patch_type, body=body, opts=opts, subresource=sub,
+            )
+            return self._object(request, rt, patched, query, status=201 if created else 200)
+        if verb == "delete":
+            options = await _delete_options(request, query)
+            obj, deleted = await store.delete(ctx, namespace, name, options, opts)
+            if not deleted:
+                return self._object(request, rt, obj, query)
+            meta = obj.metadata
+            details = {"name": name, "kind": rt.plural, "uid": meta.get("uid", "")}
+            if rt.group:
+                details["group"] = rt.group
+            return _json(
+                {
+                    "kind": "Status",
+                    "apiVersion": "v1",
+                    "metadata": {},
+                    "status": "Success",
+                    "details": details,
+                }
+            )
+        if verb == "deletecollection":
+            return await self._delete_collection(request, rt, ctx, namespace, query, opts)
+        raise errors.method_not_allowed(verb, info.resource)
+
+    def _object(
+        self,
+        request: web.Request,
+        rt: catalog.ResourceType,
+        obj: objects.StoredObject,
+        query: Mapping[str, str],
+        *,
+        status: int = 200,
+    ) -> web.Response:
+        table = encoding.wants_table(request.headers.get("Accept", ""), query)
+        if table is not None:
+            printer = self.registry.store(rt).strategy.printer
+            body = encoding.table_bytes(
+                printer.cells, printer.columns, [obj], table, revision=obj.revision
+            )
+        else:
+            body = obj.to_json()
+        return web.Response(body=body, status=status, content_type=encoding.JSON)
+
+    async def _list(
+        self,
+        request: web.Request,
+        rt: catalog.ResourceType,
+        ctx: objects.RequestContext,
+        namespace: str,
+        query: Mapping[str, str],
+    ) -> web.Response:
+        opts = list_options.parse_list_options(query, watch=False)
+        store = self.registry.store(rt)
+        store.check_field_selector(opts)
+        result = await store.list(ctx, namespace, opts)
+        table = encoding.wants_table(request.headers.get("Accept", ""), query)
+        if table is not None:
+            printer = store.strategy.printer
+            body = encoding.table_bytes(
+                printer.cells, printer.columns, result.items, table,
+                revision=result.revision, continue_token=result.continue_token,
+            )
+        else:
+            body = encoding.list_bytes(
+                rt, result.items, revision=result.revision,
+                continue_token=result.continue_token, remaining=result.remaining,
+            )
+        return web.Response(body=body, content_type=encoding.JSON)
+
+    async def _watch(
+        self,
+        request: web.Request,
+        rt: catalog.ResourceType,
+        ctx: objects.RequestContext,
+        namespace: str,
+        query: Mapping[str, str],
+    ) -> web.StreamResponse:
+        opts = list_options.parse_list_options(query, watch=True)
+        table = encoding.wants_table(request.headers.get("Accept", ""), query)
+        printer = self.registry.store(rt).strategy.printer
+        events = self.registry.watch(rt, ctx, namespace, opts)
+        # Errors before the first event (bad selector, too-new RV) are plain Status answers.
+        first: Any = None
+        with contextlib.suppress(StopAsyncIteration):
+            first = await anext(events)
+        response = web.StreamResponse(status=200)
+        response.content_type = encoding.JSON
+        response.enable_chunked_encoding()
+        await response.prepare(request)
+        try:
+            if first is not None:
+                await response.write(encoding.watch_event_bytes(first, rt, table, printer))
+                async for event in events:
+                    await response.write(encoding.watch_event_bytes(event, rt, table, printer))
+        except (ConnectionResetError, ConnectionError):
+            pass
+        finally:
+            await events.aclose()  # type: ignore[attr-defined]
+        with contextlib.suppress(ConnectionResetError, ConnectionError):
+            await response.write_eof()
+        return response
+
+    async def _delete_collection(
+        self,
+        request: web.Request,
+        rt: catalog.ResourceType,
+        ctx: objects.RequestContext,
+        namespace: str,
+        query: Mapping[str, str],
+        opts: objects.WriteOptions,
+    ) -> web.Response:
+        store = self.registry.store(rt)
+        options = await _delete_options(request, query)
+        list_query = {k: v for k, v in query.items() if k in ("labelSelector", "fieldSelector")}
+        listing = await store.list(ctx, namespace, list_options.parse_list_options(list_query))
+        deleted: list[objects.StoredObject] = []
+        for item in listing.items:
+            meta = item.metadata
+            try:
+                obj, _ = await store.delete(
+                    ctx, meta.get("namespace", ""), meta.get("name", ""), options, opts
+                )
+            except errors.StatusError as exc:
+                if exc.code != 404:
+                    raise
+                continue
+            deleted.append(obj)
+        return web.Response(
+            body=encoding.list_bytes(rt, deleted, revision=listing.revision),
+            content_type=encoding.JSON,
+        )
+
+
+def _is_watch(query: Mapping[str, str]) -> bool:
+    return query.get("watch", "") in ("true", "1")
+
+
+def _merge_name_selector(selector: str, name: str) -> str:
+    term = f"metadata.name={name}"
+    return f"{selector},{term}" if selector else term
+
+
+def _escape(text: str) -> str:
+    return text.replace("\\", "\\\\").replace('"', '\\"')
+
+
+def _json(obj: Any, status: int = 200) -> web.Response:
+    return web.Response(body=orjson.dumps(obj), status=status, content_type=encoding.JSON)
+
+
+def _as_object(value: Any) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise errors.bad_request("the request body must be a JSON or YAML object")
+    return value
+
+
+async def _read_body(request: web.Request) -> bytes:
+    if request.content_length is not None and request.content_length > encoding.MAX_BODY_BYTES:
+        raise errors.request_entity_too_large(encoding.MAX_BODY_BYTES)
+    try:
+        body = await request.read()
+    except web.HTTPRequestEntityTooLarge:
+        raise errors.request_entity_too_large(encoding.MAX_BODY_BYTES) from None
+    return body
+
+
+async def _delete_options(request: web.Request, query: Mapping[str, str]) -> dict[str, Any]:
+    options: dict[str, Any] = {}
+    if request.can_read_body:
+        body = await _read_body(request)
+        if body.strip():
+            decoded = encoding.decode_body(body, request.content_type or encoding.JSON, strict=False)
+            if not isinstance(decoded, dict):
+                raise errors.bad_request("DeleteOptions must be an object")
+            options = decoded
+    for key in ("propagationPolicy", "gracePeriodSeconds"):
+        if key in query:
+            options.setdefault(key, query[key])
+    policy = options.get("propagationPolicy")
+    if policy not in (None, "Orphan", "Background", "Foreground"):
+        raise errors.invalid(
+            "DeleteOptions", "",
+            [errors.Cause("FieldValueNotSupported",
+                          f'Unsupported value: "{policy}": supported values: "Foreground", '
+                          '"Background", "Orphan"', "propagationPolicy")],
+        )
+    return options

@@ -1,0 +1,31 @@
+"""Shared fixtures: one real minikcp server per test session; each test gets its own cluster."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests import server_process
+
+
+@pytest.fixture(scope="session")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[server_process.ServerProcess]:
+    proc = server_process.start_server(tmp_path_factory.mktemp("server"))
+    yield proc
+    code = proc.stop()
+    assert code == 0, f"server exited with {code}:\n{proc.log()}"
+    assert "Traceback" not in proc.log(), proc.log()
+
+
+@pytest.fixture
+def cluster() -> str:
+    """A fresh logical cluster name: tests never see each other's objects."""
+    return f"t{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture
+def workdir(tmp_path: Path) -> Path:
+    return tmp_path

@@ -1,0 +1,146 @@
+"""Start a real minikcp server process for tests, and talk to it with real clients."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import ssl
+import subprocess
+import sys
+import time
+import urllib.request
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from minikcp.auth import pki
+from minikcp.cli import kubeconfigs
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class ServerProcess:
+    root: Path
+    port: int
+    process: subprocess.Popen[bytes]
+    log_path: Path
+    home: Path
+    _kubeconfigs: dict[str, Path] = field(default_factory=dict)
+
+    @property
+    def base_url(self) -> str:
+        return f"https://127.0.0.1:{self.port}"
+
+    @property
+    def admin_kubeconfig(self) -> Path:
+        return self.root / "admin.kubeconfig"
+
+    def kubeconfig(self, cluster: str) -> Path:
+        """A kubeconfig whose current context is the given logical cluster."""
+        if cluster not in self._kubeconfigs:
+            creds = pki.ensure_credentials(self.root, [])
+            path = self.home / f"kubeconfig-{cluster.replace(':', '_')}"
+            kubeconfigs.write(
+                path,
+                kubeconfigs.build(
+                    creds, base_url=self.base_url, current=cluster, clusters=(cluster,)
+                ),
+            )
+            self._kubeconfigs[cluster] = path
+        return self._kubeconfigs[cluster]
+
+    def ssl_context(self) -> ssl.SSLContext:
+        ctx = ssl.create_default_context(cafile=str(self.root / "ca.crt"))
+        ctx.load_cert_chain(self.root / "admin.crt", self.root / "admin.key")
+        return ctx
+
+    def kubectl(
+        self,
+        *args: str,
+        cluster: str = "root",
+        binary: str = "kubectl",
+        input: str | None = None,
+        check: bool = True,
+        env: dict[str, str] | None = None,
+        timeout: float = 60,
+    ) -> subprocess.CompletedProcess[str]:
+        full_env = {
+            "PATH": os.environ["PATH"],
+            "HOME": str(self.home),
+            "KUBECONFIG": str(self.kubeconfig(cluster)),
+            **(env or {}),
+        }
+        result = subprocess.run(
+            [binary, *args],
+            input=input,
+            capture_output=True,
+            text=True,
+            env=full_env,
+            timeout=timeout,
+        )
+        if check and result.returncode != 0:
+            raise AssertionError(
+                f"kubectl {' '.join(args)} failed ({result.returncode}):\n"
+                f"stdout: {result.stdout}\nstderr: {result.stderr}"
+            )
+        return result
+
+    def stop(self) -> int:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        return self.process.returncode
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+
+def start_server(workdir: Path, *, extra_args: tuple[str, ...] = ()) -> ServerProcess:
+    root = workdir / f"minikcp-{uuid.uuid4().hex[:8]}"
+    home = workdir / f"home-{uuid.uuid4().hex[:8]}"
+    home.mkdir(parents=True)
+    port = free_port()
+    log_path = workdir / f"server-{port}.log"
+    log = log_path.open("wb")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "minikcp.cli.main", "start", "--root-dir", str(root),
+         "--secure-port", str(port), *extra_args],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    server = ServerProcess(root=root, port=port, process=process, log_path=log_path, home=home)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"minikcp exited with {process.returncode}:\n{server.log()}")
+        if (root / "ca.crt").exists():
+            try:
+                ctx = ssl.create_default_context(cafile=str(root / "ca.crt"))
+                with urllib.request.urlopen(f"{server.base_url}/readyz", context=ctx, timeout=2) as r:
+                    if r.status == 200:
+                        return server
+            except OSError:
+                pass
+        time.sleep(0.05)
+    server.stop()
+    raise RuntimeError(f"minikcp did not become ready:\n{server.log()}")
+
+
+def kubectl_available(binary: str = "kubectl") -> bool:
+    return shutil.which(binary) is not None
+
+
+def load_yaml(text: str) -> object:
+    return yaml.safe_load(text)
