@@ -41,8 +41,15 @@ def _json(body: bytes, content_type: str = "application/json") -> web.Response:
 
 
 def _not_found() -> web.Response:
-    status = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-              "message": "not found", "reason": "NotFound", "code": 404}
+    status = {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": "not found",
+        "reason": "NotFound",
+        "code": 404,
+    }
     return web.Response(status=404, body=orjson.dumps(status), content_type="application/json")
 
 
@@ -100,16 +107,24 @@ async def server(tmp_path: Path) -> AsyncIterator[tuple[str, list[str], Path]]:
 async def _kubectl(url: str, home: Path, *args: str) -> tuple[int, str, str]:
     env = dict(os.environ, HOME=str(home), KUBECONFIG=str(home / "none.kubeconfig"))
     proc = await asyncio.create_subprocess_exec(
-        "kubectl", f"--server={url}", *args,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=env,
+        "kubectl",
+        f"--server={url}",
+        *args,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=env,
     )
     out, err = await asyncio.wait_for(proc.communicate(), timeout=60)
     return proc.returncode or 0, out.decode(), err.decode()
 
 
-async def test_explain_prints_upstream_field_descriptions(server: tuple[str, list[str], Path]) -> None:
+async def test_explain_prints_upstream_field_descriptions(
+    server: tuple[str, list[str], Path],
+) -> None:
     url, _, home = server
-    code, out, err = await _kubectl(url, home, "explain", "--api-version=apps/v1", "deployment.spec")
+    code, out, err = await _kubectl(
+        url, home, "explain", "--api-version=apps/v1", "deployment.spec"
+    )
     assert code == 0, err
     assert "GROUP:      apps" in out
     assert "KIND:       Deployment" in out
