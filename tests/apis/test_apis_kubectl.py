@@ -174,4 +174,5 @@ async def test_create_validation_uses_server_side_field_validation(
     assert any(p.startswith(f"{PREFIX}/openapi/v3/api/v1?hash=") for p in seen)
     assert not any("/openapi/v2" in p for p in seen)
     posts = [p for p in seen if "/configmaps" in p]
-    assert posts and "fieldValidation=Strict" in posts[-1]
+    assert posts
+    assert "fieldValidation=Strict" in posts[-1]
