@@ -100,7 +100,8 @@ PREFIX = 'Deployment in version "v1" cannot be handled as a Deployment: '
         (
             "spec.paused",
             "yes",
-            "json: cannot unmarshal string into Go struct field DeploymentSpec.spec.paused of type bool",
+            "json: cannot unmarshal string into Go struct field "
+            "DeploymentSpec.spec.paused of type bool",
         ),
         (
             "spec.template",
@@ -111,7 +112,8 @@ PREFIX = 'Deployment in version "v1" cannot be handled as a Deployment: '
         (
             "spec.template.spec.containers",
             {},
-            "json: cannot unmarshal object into Go struct field PodSpec.spec.template.spec.containers "
+            "json: cannot unmarshal object into Go struct field "
+            "PodSpec.spec.template.spec.containers "
             "of type []v1.Container",
         ),
         (
@@ -129,7 +131,8 @@ PREFIX = 'Deployment in version "v1" cannot be handled as a Deployment: '
         (
             "metadata.name",
             ["a"],
-            "json: cannot unmarshal array into Go struct field ObjectMeta.metadata.name of type string",
+            "json: cannot unmarshal array into Go struct field "
+            "ObjectMeta.metadata.name of type string",
         ),
         (
             "spec.strategy.rollingUpdate.maxSurge",
@@ -300,7 +303,8 @@ def _widget(spec: Obj) -> Obj:
             [
                 Cause(
                     "FieldValueTypeInvalid",
-                    'Invalid value: "string": spec.replicas in body must be of type integer: "string"',
+                    'Invalid value: "string": spec.replicas in body '
+                    'must be of type integer: "string"',
                     "spec.replicas",
                 )
             ],
@@ -311,7 +315,8 @@ def _widget(spec: Obj) -> Obj:
             [
                 Cause(
                     "FieldValueTypeInvalid",
-                    'Invalid value: "integer": spec.tags[1] in body must be of type string: "integer"',
+                    'Invalid value: "integer": spec.tags[1] in body '
+                    'must be of type string: "integer"',
                     "spec.tags[1]",
                 )
             ],

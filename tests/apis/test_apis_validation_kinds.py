@@ -292,7 +292,8 @@ def service(**spec: Any) -> Obj:
             [
                 (
                     "spec.type",
-                    'Unsupported value: "Fancy": supported values: "ClusterIP", "ExternalName", "LoadBalancer", "NodePort"',
+                    'Unsupported value: "Fancy": supported values: "ClusterIP", '
+                    '"ExternalName", "LoadBalancer", "NodePort"',
                 )
             ],
         ),
@@ -355,7 +356,8 @@ def pod(**spec: Any) -> Obj:
             [
                 (
                     "spec.restartPolicy",
-                    'Unsupported value: "Sometimes": supported values: "Always", "OnFailure", "Never"',
+                    'Unsupported value: "Sometimes": supported values: '
+                    '"Always", "OnFailure", "Never"',
                 )
             ],
         ),
@@ -364,7 +366,8 @@ def pod(**spec: Any) -> Obj:
             [
                 (
                     "spec.containers[0].imagePullPolicy",
-                    'Unsupported value: "Maybe": supported values: "Always", "IfNotPresent", "Never"',
+                    'Unsupported value: "Maybe": supported values: '
+                    '"Always", "IfNotPresent", "Never"',
                 )
             ],
         ),
@@ -457,7 +460,8 @@ def test_platform_kinds() -> None:
     assert errors_of(ingresses, {"metadata": {"name": "i", "namespace": "d"}, "spec": {}}) == [
         (
             "spec.rules",
-            "Invalid value: []networking.IngressRule(nil): either `defaultBackend` or `rules` must be specified",
+            "Invalid value: []networking.IngressRule(nil): either "
+            "`defaultBackend` or `rules` must be specified",
         )
     ]
     crds = rt_of("apiextensions.k8s.io", "customresourcedefinitions")
