@@ -10,7 +10,6 @@ The same description of an endpoint yields a v3 operation or a swagger 2.0 one.
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -85,8 +84,8 @@ class Operation:
     action: str  # x-kubernetes-action
     operation_id: str
     description: str
-    kind: tuple[str, str, str]  # group, version, kind
-    params: tuple[str, ...]
+    kind: tuple[str, str, str] = ("", "", "")  # group, version, kind
+    params: tuple[str, ...] = ()
     tag: str = ""
     body: str = ""  # definition of the request body
     patch_types: tuple[str, ...] = ()
@@ -120,246 +119,182 @@ def resource_paths(rt: ResourceType) -> dict[str, list[Operation]]:
     gv = f"{group_camel(rt.group)}{rt.version[:1].upper()}{rt.version[1:]}"
     scope = "Namespaced" if rt.namespaced else ""
     ns = "/namespaces/{namespace}" if rt.namespaced else ""
-    gvk = (rt.group, rt.version, rt.kind)
     definition, list_definition = rt.definition, _list_definition(rt)
-    pb = rt.builtin
     verbs = set(rt.verbs)
     collection, item = f"{base}{ns}/{rt.plural}", f"{base}{ns}/{rt.plural}/{{name}}"
+    name = f"{gv}{scope}{rt.kind}"
     paths: dict[str, list[Operation]] = {}
 
-    group_tag = tag(rt.group, rt.version)
+    def op(path: str, method: str, action: str, operation_id: str, text: str, **kw: Any) -> None:
+        kw.setdefault("kind", (rt.group, rt.version, rt.kind))
+        kw.setdefault("params", ())
+        operation = Operation(
+            method,
+            action,
+            operation_id,
+            text,
+            tag=tag(rt.group, rt.version),
+            protobuf=rt.builtin,
+            **kw,
+        )
+        paths.setdefault(path, []).append(operation)
 
-    def op(path: str, operation: Operation) -> None:
-        paths.setdefault(path, []).append(dataclasses.replace(operation, tag=group_tag))
-
-    name = f"{gv}{scope}{rt.kind}"
+    listing = {"params": _LIST_PARAMS, "response": list_definition, "stream": True}
+    written = {"params": _WRITE_PARAMS, "body": definition, "response": definition}
+    deleting = {"body": META + "DeleteOptions", "response": META + "Status"}
     if "list" in verbs:
         op(
             collection,
-            Operation(
-                "get",
-                "list",
-                f"list{name}",
-                f"list or watch objects of kind {rt.kind}",
-                gvk,
-                _LIST_PARAMS,
-                response=list_definition,
-                stream=True,
-                protobuf=pb,
-            ),
+            "get",
+            "list",
+            f"list{name}",
+            f"list or watch objects of kind {rt.kind}",
+            **listing,
         )
         if rt.namespaced:
+            all_ns = f"list{gv}{rt.kind}ForAllNamespaces"
             op(
                 f"{base}/{rt.plural}",
-                Operation(
-                    "get",
-                    "list",
-                    f"list{gv}{rt.kind}ForAllNamespaces",
-                    f"list or watch objects of kind {rt.kind}",
-                    gvk,
-                    _LIST_PARAMS,
-                    response=list_definition,
-                    stream=True,
-                    protobuf=pb,
-                ),
+                "get",
+                "list",
+                all_ns,
+                f"list or watch objects of kind {rt.kind}",
+                **listing,
             )
     if "create" in verbs:
-        codes = (("200", "OK"), ("201", "Created"), ("202", "Accepted"))
         op(
             collection,
-            Operation(
-                "post",
-                "post",
-                f"create{name}",
-                f"create {_article(rt.kind)}",
-                gvk,
-                _WRITE_PARAMS,
-                body=definition,
-                response=definition,
-                codes=codes,
-                protobuf=pb,
-            ),
+            "post",
+            "post",
+            f"create{name}",
+            f"create {_article(rt.kind)}",
+            codes=_CREATED_ACCEPTED,
+            **written,
         )
     if "deletecollection" in verbs:
+        delete_collection = f"delete{gv}Collection{scope}{rt.kind}"
         op(
             collection,
-            Operation(
-                "delete",
-                "deletecollection",
-                f"delete{gv}Collection{scope}{rt.kind}",
-                f"delete collection of {rt.kind}",
-                gvk,
-                _DELETE_COLLECTION_PARAMS,
-                body=META + "DeleteOptions",
-                response=META + "Status",
-                protobuf=pb,
-            ),
+            "delete",
+            "deletecollection",
+            delete_collection,
+            f"delete collection of {rt.kind}",
+            params=_DELETE_COLLECTION_PARAMS,
+            **deleting,
         )
     if "get" in verbs:
-        op(
-            item,
-            Operation(
-                "get",
-                "get",
-                f"read{name}",
-                f"read the specified {rt.kind}",
-                gvk,
-                (),
-                response=definition,
-                protobuf=pb,
-            ),
-        )
+        op(item, "get", "get", f"read{name}", f"read the specified {rt.kind}", response=definition)
     if "update" in verbs:
         op(
             item,
-            Operation(
-                "put",
-                "put",
-                f"replace{name}",
-                f"replace the specified {rt.kind}",
-                gvk,
-                _WRITE_PARAMS,
-                body=definition,
-                response=definition,
-                codes=(("200", "OK"), ("201", "Created")),
-                protobuf=pb,
-            ),
+            "put",
+            "put",
+            f"replace{name}",
+            f"replace the specified {rt.kind}",
+            codes=_CREATED,
+            **written,
         )
     if "patch" in verbs:
         op(
             item,
-            _patch(
-                f"patch{name}", f"partially update the specified {rt.kind}", gvk, definition, rt
-            ),
+            "patch",
+            "patch",
+            f"patch{name}",
+            f"partially update the specified {rt.kind}",
+            **_patch(rt, definition),
         )
     if "delete" in verbs:
         op(
             item,
-            Operation(
-                "delete",
-                "delete",
-                f"delete{name}",
-                f"delete {_article(rt.kind)}",
-                gvk,
-                _DELETE_PARAMS,
-                body=META + "DeleteOptions",
-                response=META + "Status",
-                codes=(("200", "OK"), ("202", "Accepted")),
-                protobuf=pb,
-            ),
+            "delete",
+            "delete",
+            f"delete{name}",
+            f"delete {_article(rt.kind)}",
+            params=_DELETE_PARAMS,
+            codes=_ACCEPTED,
+            **deleting,
         )
     if "watch" in verbs:
-        watch_base = f"{base}/watch"
-        event = META + "WatchEvent"
+        watching = {"params": _LIST_PARAMS, "response": META + "WatchEvent", "stream": True}
         deprecated = "deprecated: use the 'watch' parameter with a list operation instead"
+        changes = f"watch individual changes to a list of {rt.kind}. {deprecated}."
         op(
-            f"{watch_base}{ns}/{rt.plural}",
-            Operation(
-                "get",
-                "watchlist",
-                f"watch{name}List",
-                f"watch individual changes to a list of {rt.kind}. {deprecated}.",
-                gvk,
-                _LIST_PARAMS,
-                response=event,
-                stream=True,
-                protobuf=pb,
-            ),
+            f"{base}/watch{ns}/{rt.plural}",
+            "get",
+            "watchlist",
+            f"watch{name}List",
+            changes,
+            **watching,
+        )
+        one = (
+            f"watch changes to an object of kind {rt.kind}. {deprecated}, "
+            "filtered to a single item with the 'fieldSelector' parameter."
         )
         op(
-            f"{watch_base}{ns}/{rt.plural}/{{name}}",
-            Operation(
-                "get",
-                "watch",
-                f"watch{name}",
-                f"watch changes to an object of kind {rt.kind}. {deprecated}, "
-                "filtered to a single item with the 'fieldSelector' parameter.",
-                gvk,
-                _LIST_PARAMS,
-                response=event,
-                stream=True,
-                protobuf=pb,
-            ),
+            f"{base}/watch{ns}/{rt.plural}/{{name}}",
+            "get",
+            "watch",
+            f"watch{name}",
+            one,
+            **watching,
         )
         if rt.namespaced:
-            op(
-                f"{watch_base}/{rt.plural}",
-                Operation(
-                    "get",
-                    "watchlist",
-                    f"watch{gv}{rt.kind}ListForAllNamespaces",
-                    f"watch individual changes to a list of {rt.kind}. {deprecated}.",
-                    gvk,
-                    _LIST_PARAMS,
-                    response=event,
-                    stream=True,
-                    protobuf=pb,
-                ),
-            )
+            all_ns = f"watch{gv}{rt.kind}ListForAllNamespaces"
+            op(f"{base}/watch/{rt.plural}", "get", "watchlist", all_ns, changes, **watching)
     for sub in rt.subresources:
-        sub_path = f"{item}/{sub.name}"
-        sub_gvk = (sub.group, sub.version, sub.kind)
+        path = f"{item}/{sub.name}"
         sub_definition = _sub_definition(rt, sub.kind, sub.group, sub.version)
         sub_name = f"{name}{sub.name[:1].upper()}{sub.name[1:]}"
         what = f"{sub.name} of the specified {rt.kind}"
+        kind = (sub.group, sub.version, sub.kind)
         if "get" in sub.verbs:
             op(
-                sub_path,
-                Operation(
-                    "get",
-                    "get",
-                    f"read{sub_name}",
-                    f"read {what}",
-                    sub_gvk,
-                    (),
-                    response=sub_definition,
-                    protobuf=pb,
-                ),
+                path,
+                "get",
+                "get",
+                f"read{sub_name}",
+                f"read {what}",
+                kind=kind,
+                response=sub_definition,
             )
         if "update" in sub.verbs:
+            body = {"params": _WRITE_PARAMS, "body": sub_definition, "response": sub_definition}
             op(
-                sub_path,
-                Operation(
-                    "put",
-                    "put",
-                    f"replace{sub_name}",
-                    f"replace {what}",
-                    sub_gvk,
-                    _WRITE_PARAMS,
-                    body=sub_definition,
-                    response=sub_definition,
-                    codes=(("200", "OK"), ("201", "Created")),
-                    protobuf=pb,
-                ),
+                path,
+                "put",
+                "put",
+                f"replace{sub_name}",
+                f"replace {what}",
+                kind=kind,
+                codes=_CREATED,
+                **body,
             )
         if "patch" in sub.verbs:
             op(
-                sub_path,
-                _patch(f"patch{sub_name}", f"partially update {what}", sub_gvk, sub_definition, rt),
+                path,
+                "patch",
+                "patch",
+                f"patch{sub_name}",
+                f"partially update {what}",
+                kind=kind,
+                **_patch(rt, sub_definition),
             )
     return paths
 
 
-def _patch(
-    operation_id: str,
-    description: str,
-    gvk: tuple[str, str, str],
-    definition: str,
-    rt: ResourceType,
-) -> Operation:
-    return Operation(
-        "patch",
-        "patch",
-        operation_id,
-        description,
-        gvk,
-        (*_WRITE_PARAMS, "force"),
-        body=META + "Patch",
-        patch_types=PATCH_TYPES_BUILTIN if rt.builtin else PATCH_TYPES_CRD,
-        response=definition,
-        codes=(("200", "OK"), ("201", "Created")),
-        protobuf=rt.builtin,
-    )
+_CREATED = (("200", "OK"), ("201", "Created"))
+_ACCEPTED = (("200", "OK"), ("202", "Accepted"))
+_CREATED_ACCEPTED = (("200", "OK"), ("201", "Created"), ("202", "Accepted"))
+
+
+def _patch(rt: ResourceType, definition: str) -> dict[str, Any]:
+    return {
+        "params": (*_WRITE_PARAMS, "force"),
+        "body": META + "Patch",
+        "patch_types": PATCH_TYPES_BUILTIN if rt.builtin else PATCH_TYPES_CRD,
+        "response": definition,
+        "codes": _CREATED,
+    }
 
 
 def _article(kind: str) -> str:
