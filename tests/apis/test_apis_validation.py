@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import copy
 import time
 from collections.abc import Callable
@@ -363,3 +364,16 @@ def test_validation_does_not_mutate() -> None:
     validation.unknown_fields(DEPLOYMENTS, obj)
     validation.validate_kind(DEPLOYMENTS, obj, None)
     assert obj == before
+
+
+@given(st.binary(max_size=64), st.integers(min_value=0, max_value=200))
+def test_base64_errors_point_at_the_first_bad_character(data: bytes, where: int) -> None:
+    secrets = rt_of("", "secrets")
+    encoded = base64.b64encode(data).decode()
+    obj: Obj = {"apiVersion": "v1", "kind": "Secret", "data": {"k": encoded}}
+    assert validation.decode_error(secrets, obj) is None
+    position = where % (len(encoded) + 1)
+    obj["data"]["k"] = encoded[:position] + "!" + encoded[position:]
+    error = validation.decode_error(secrets, obj)
+    assert error is not None
+    assert error.message.endswith(f"illegal base64 data at input byte {position}")
