@@ -1,0 +1,353 @@
+"""Kubernetes defaulting of built-in kinds, as kube-apiserver applies it before validation.
+
+`apply_defaults(rt, obj)` mutates a decoded object in place. It ports the defaults clients rely on
+from pkg/apis/*/v1/defaults.go and their generated `zz_generated.defaults.go` (1.32), plus the few
+create-time fields upstream sets in a strategy or that Go serialization always shows:
+- Namespace: `spec.finalizers: [kubernetes]`, `status.phase: Active` (namespace strategy);
+- Pod: `status.phase: Pending` and `status.qosClass` (pod strategy);
+- Job: the generated selector and `controller-uid`/`job-name` labels, when `metadata.uid` is set
+  (job strategy; the registry assigns the uid first);
+- `resources: {}` on containers (a non-pointer struct Go always serializes).
+Objects of other kinds are left alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from minikcp.apis.catalog import ResourceType
+
+Obj = dict[str, Any]
+
+
+def _dict(parent: Obj, key: str) -> Obj:
+    """parent[key] as a dict, created when absent or null."""
+    value = parent.get(key)
+    if not isinstance(value, dict):
+        value = {}
+        parent[key] = value
+    return value
+
+
+def _dicts(value: Any) -> list[Obj]:
+    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
+
+
+def _default(obj: Obj, key: str, value: Any) -> None:
+    if obj.get(key) in (None, ""):
+        obj[key] = value
+
+
+# -- pod spec ---------------------------------------------------------------------------------
+
+
+def image_tag(image: str) -> str:
+    """The tag kubelet resolves for `image`: "latest" when it has neither tag nor digest."""
+    name, _, digest = image.partition("@")
+    last = name.rsplit("/", 1)[-1]
+    _, colon, tag = last.partition(":")
+    if colon:
+        return tag
+    return "" if digest else "latest"
+
+
+def _probe(probe: Any) -> None:
+    if not isinstance(probe, dict):
+        return
+    for key, value in (
+        ("timeoutSeconds", 1),
+        ("periodSeconds", 10),
+        ("successThreshold", 1),
+        ("failureThreshold", 3),
+    ):
+        if not probe.get(key):
+            probe[key] = value
+    _handler(probe)
+
+
+def _handler(handler: Obj) -> None:
+    http_get = handler.get("httpGet")
+    if isinstance(http_get, dict):
+        _default(http_get, "path", "/")
+        _default(http_get, "scheme", "HTTP")
+    grpc = handler.get("grpc")
+    if isinstance(grpc, dict) and grpc.get("service") is None:
+        grpc["service"] = ""
+
+
+def _container(container: Obj) -> None:
+    if not container.get("imagePullPolicy"):
+        tag = image_tag(str(container.get("image") or ""))
+        container["imagePullPolicy"] = "Always" if tag == "latest" else "IfNotPresent"
+    _default(container, "terminationMessagePath", "/dev/termination-log")
+    _default(container, "terminationMessagePolicy", "File")
+    for port in _dicts(container.get("ports")):
+        _default(port, "protocol", "TCP")
+    for env in _dicts(container.get("env")):
+        value_from = env.get("valueFrom")
+        field_ref = value_from.get("fieldRef") if isinstance(value_from, dict) else None
+        if isinstance(field_ref, dict):
+            _default(field_ref, "apiVersion", "v1")
+    _dict(container, "resources")
+    for probe in ("livenessProbe", "readinessProbe", "startupProbe"):
+        _probe(container.get(probe))
+    lifecycle = container.get("lifecycle")
+    if isinstance(lifecycle, dict):
+        for hook in ("postStart", "preStop"):
+            if isinstance(lifecycle.get(hook), dict):
+                _handler(lifecycle[hook])
+
+
+_MODE_SOURCES = ("secret", "configMap", "downwardAPI", "projected")
+
+
+def _volume(volume: Obj) -> None:
+    if not any(v is not None for k, v in volume.items() if k != "name"):
+        volume["emptyDir"] = {}
+    for source in _MODE_SOURCES:
+        if isinstance(volume.get(source), dict) and volume[source].get("defaultMode") is None:
+            volume[source]["defaultMode"] = 420
+    projected = volume.get("projected")
+    if isinstance(projected, dict):
+        for item in _dicts(projected.get("sources")):
+            token = item.get("serviceAccountToken")
+            if isinstance(token, dict) and token.get("expirationSeconds") is None:
+                token["expirationSeconds"] = 3600
+    host_path = volume.get("hostPath")
+    if isinstance(host_path, dict) and host_path.get("type") is None:
+        host_path["type"] = ""
+
+
+def pod_spec(spec: Obj) -> None:
+    """SetDefaults_PodSpec and the generated per-field defaults under it."""
+    _default(spec, "dnsPolicy", "ClusterFirst")
+    _default(spec, "restartPolicy", "Always")
+    if spec.get("securityContext") is None:
+        spec["securityContext"] = {}
+    if spec.get("terminationGracePeriodSeconds") is None:
+        spec["terminationGracePeriodSeconds"] = 30
+    _default(spec, "schedulerName", "default-scheduler")
+    for key in ("initContainers", "containers", "ephemeralContainers"):
+        for container in _dicts(spec.get(key)):
+            _container(container)
+    for volume in _dicts(spec.get("volumes")):
+        _volume(volume)
+
+
+def pod_template(template: Any) -> None:
+    if isinstance(template, dict):
+        pod_spec(_dict(template, "spec"))
+
+
+def _qos_class(spec: Obj) -> str:
+    requests_seen = limits_seen = False
+    guaranteed = True
+    for container in _dicts(spec.get("containers")) + _dicts(spec.get("initContainers")):
+        resources = container.get("resources") or {}
+        requests, limits = resources.get("requests") or {}, resources.get("limits") or {}
+        requests_seen = requests_seen or any(k in requests for k in ("cpu", "memory"))
+        limits_seen = limits_seen or any(k in limits for k in ("cpu", "memory"))
+        for name in ("cpu", "memory"):
+            if name not in limits or requests.get(name, limits[name]) != limits[name]:
+                guaranteed = False
+    if not requests_seen and not limits_seen:
+        return "BestEffort"
+    return "Guaranteed" if guaranteed else "Burstable"
+
+
+def _pod(obj: Obj) -> None:
+    spec = _dict(obj, "spec")
+    for key in ("containers", "initContainers"):
+        for container in _dicts(spec.get(key)):
+            resources = container.get("resources")
+            if isinstance(resources, dict) and isinstance(resources.get("limits"), dict):
+                requests = _dict(resources, "requests")
+                for name, value in resources["limits"].items():
+                    requests.setdefault(name, value)
+    if spec.get("enableServiceLinks") is None:
+        spec["enableServiceLinks"] = True
+    if spec.get("hostNetwork"):
+        for key in ("containers", "initContainers"):
+            for container in _dicts(spec.get(key)):
+                for port in _dicts(container.get("ports")):
+                    if not port.get("hostPort"):
+                        port["hostPort"] = port.get("containerPort")
+    pod_spec(spec)
+    status = _dict(obj, "status")
+    _default(status, "phase", "Pending")
+    _default(status, "qosClass", _qos_class(spec))
+
+
+# -- other kinds ------------------------------------------------------------------------------
+
+
+def _deployment(obj: Obj) -> None:
+    spec = _dict(obj, "spec")
+    if spec.get("replicas") is None:
+        spec["replicas"] = 1
+    strategy = _dict(spec, "strategy")
+    _default(strategy, "type", "RollingUpdate")
+    if strategy["type"] == "RollingUpdate":
+        rolling = _dict(strategy, "rollingUpdate")
+        for key in ("maxUnavailable", "maxSurge"):
+            if rolling.get(key) is None:
+                rolling[key] = "25%"
+    if spec.get("revisionHistoryLimit") is None:
+        spec["revisionHistoryLimit"] = 10
+    if spec.get("progressDeadlineSeconds") is None:
+        spec["progressDeadlineSeconds"] = 600
+    pod_template(_dict(spec, "template"))
+
+
+def _replica_set(obj: Obj) -> None:
+    spec = _dict(obj, "spec")
+    if spec.get("replicas") is None:
+        spec["replicas"] = 1
+    pod_template(_dict(spec, "template"))
+
+
+def _job(obj: Obj) -> None:
+    spec = _dict(obj, "spec")
+    if spec.get("completions") is None and spec.get("parallelism") is None:
+        spec["completions"] = 1
+    if spec.get("parallelism") is None:
+        spec["parallelism"] = 1
+    if spec.get("backoffLimit") is None:
+        spec["backoffLimit"] = 2**31 - 1 if spec.get("backoffLimitPerIndex") is not None else 6
+    _default(spec, "completionMode", "NonIndexed")
+    if spec.get("suspend") is None:
+        spec["suspend"] = False
+    failure_policy = spec.get("podFailurePolicy")
+    if isinstance(failure_policy, dict):
+        for rule in _dicts(failure_policy.get("rules")):
+            for pattern in _dicts(rule.get("onPodConditions")):
+                _default(pattern, "status", "True")
+    if spec.get("podReplacementPolicy") is None:
+        spec["podReplacementPolicy"] = "Failed" if failure_policy else "TerminatingOrFailed"
+    if spec.get("manualSelector") is None:
+        spec["manualSelector"] = False
+    template = _dict(spec, "template")
+    meta = _dict(obj, "metadata")
+    uid = meta.get("uid")
+    if uid and not spec["manualSelector"]:
+        labels = _dict(_dict(template, "metadata"), "labels")
+        for key in ("job-name", "batch.kubernetes.io/job-name"):
+            labels.setdefault(key, meta.get("name") or "")
+        for key in ("controller-uid", "batch.kubernetes.io/controller-uid"):
+            labels.setdefault(key, uid)
+        selector = _dict(spec, "selector")
+        _dict(selector, "matchLabels").setdefault("batch.kubernetes.io/controller-uid", uid)
+    template_labels = (template.get("metadata") or {}).get("labels")
+    # Upstream shares the template's label map with an unlabelled Job, so the Job shows them too.
+    if template_labels and not meta.get("labels"):
+        meta["labels"] = dict(template_labels)
+    pod_template(template)
+
+
+def _service(obj: Obj) -> None:
+    spec = _dict(obj, "spec")
+    _default(spec, "sessionAffinity", "None")
+    if spec["sessionAffinity"] == "None":
+        spec.pop("sessionAffinityConfig", None)
+    elif spec["sessionAffinity"] == "ClientIP":
+        client_ip = _dict(_dict(spec, "sessionAffinityConfig"), "clientIP")
+        if client_ip.get("timeoutSeconds") is None:
+            client_ip["timeoutSeconds"] = 10800
+    _default(spec, "type", "ClusterIP")
+    service_type = spec["type"]
+    for port in _dicts(spec.get("ports")):
+        _default(port, "protocol", "TCP")
+        if port.get("targetPort") in (None, 0, ""):
+            port["targetPort"] = port.get("port")
+    externally = service_type in ("NodePort", "LoadBalancer") or (
+        service_type == "ClusterIP" and bool(spec.get("externalIPs"))
+    )
+    if externally:
+        _default(spec, "externalTrafficPolicy", "Cluster")
+    if spec.get("internalTrafficPolicy") is None and service_type in (
+        "ClusterIP",
+        "NodePort",
+        "LoadBalancer",
+    ):
+        spec["internalTrafficPolicy"] = "Cluster"
+    if service_type == "LoadBalancer" and spec.get("allocateLoadBalancerNodePorts") is None:
+        spec["allocateLoadBalancerNodePorts"] = True
+    if service_type != "ExternalName":
+        # Single-stack IPv4, as the service IP allocator of a default cluster decides.
+        _default(spec, "ipFamilyPolicy", "SingleStack")
+        if not spec.get("ipFamilies"):
+            spec["ipFamilies"] = ["IPv4"]
+
+
+def _secret(obj: Obj) -> None:
+    _default(obj, "type", "Opaque")
+
+
+def _namespace(obj: Obj) -> None:
+    meta = _dict(obj, "metadata")
+    if meta.get("name"):
+        _dict(meta, "labels")["kubernetes.io/metadata.name"] = meta["name"]
+    spec = _dict(obj, "spec")
+    if not spec.get("finalizers"):
+        spec["finalizers"] = ["kubernetes"]
+    _default(_dict(obj, "status"), "phase", "Active")
+
+
+def _endpoints(obj: Obj) -> None:
+    for subset in _dicts(obj.get("subsets")):
+        for port in _dicts(subset.get("ports")):
+            _default(port, "protocol", "TCP")
+
+
+def _binding(obj: Obj) -> None:
+    _default(_dict(obj, "roleRef"), "apiGroup", "rbac.authorization.k8s.io")
+    for subject in _dicts(obj.get("subjects")):
+        if not subject.get("apiGroup"):
+            if subject.get("kind") in ("User", "Group"):
+                subject["apiGroup"] = "rbac.authorization.k8s.io"
+            elif subject.get("kind") == "ServiceAccount":
+                subject["apiGroup"] = ""
+
+
+def _crd(obj: Obj) -> None:
+    spec = _dict(obj, "spec")
+    names = _dict(spec, "names")
+    if not names.get("singular") and names.get("kind"):
+        names["singular"] = str(names["kind"]).lower()
+    if not names.get("listKind") and names.get("kind"):
+        names["listKind"] = f"{names['kind']}List"
+    _default(_dict(spec, "conversion"), "strategy", "None")
+    webhook = spec["conversion"].get("webhook")
+    if isinstance(webhook, dict):
+        service = (webhook.get("clientConfig") or {}).get("service")
+        if isinstance(service, dict) and service.get("port") is None:
+            service["port"] = 443
+    status = _dict(obj, "status")
+    if not status.get("storedVersions"):
+        for version in _dicts(spec.get("versions")):
+            if version.get("storage"):
+                status["storedVersions"] = [version.get("name")]
+                break
+
+
+_DEFAULTERS: dict[tuple[str, str], Callable[[Obj], None]] = {
+    ("", "Pod"): _pod,
+    ("", "Service"): _service,
+    ("", "Secret"): _secret,
+    ("", "Namespace"): _namespace,
+    ("", "Endpoints"): _endpoints,
+    ("apps", "Deployment"): _deployment,
+    ("apps", "ReplicaSet"): _replica_set,
+    ("batch", "Job"): _job,
+    ("rbac.authorization.k8s.io", "RoleBinding"): _binding,
+    ("rbac.authorization.k8s.io", "ClusterRoleBinding"): _binding,
+    ("apiextensions.k8s.io", "CustomResourceDefinition"): _crd,
+}
+
+
+def apply_defaults(rt: ResourceType, obj: Obj) -> None:
+    """Fill in upstream's defaults for rt's kind, in place; fields already set are kept."""
+    defaulter = _DEFAULTERS.get((rt.group, rt.kind))
+    if defaulter is not None:
+        defaulter(obj)

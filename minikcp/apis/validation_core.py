@@ -1,0 +1,375 @@
+"""Hand-written validation of core/v1 kinds, after pkg/apis/core/validation (1.32).
+
+Only the checks kubectl users commonly hit are ported; each message matches upstream's.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Mapping
+from typing import Any
+
+from minikcp.apis import validation_meta as vm
+from minikcp.apis.validation_meta import child, index
+from minikcp.machinery.errors import Cause
+
+Obj = Mapping[str, Any]
+
+MAX_SECRET_SIZE = 1024 * 1024
+_PROTOCOLS = ("SCTP", "TCP", "UDP")
+_RESTART_POLICIES = ("Always", "OnFailure", "Never")
+_DNS_POLICIES = ("ClusterFirst", "ClusterFirstWithHostNet", "Default", "None")
+_PULL_POLICIES = ("Always", "IfNotPresent", "Never")
+_MESSAGE_POLICIES = ("File", "FallbackToLogsOnError")
+_SERVICE_TYPES = ("ClusterIP", "ExternalName", "LoadBalancer", "NodePort")
+_VOLUME_SOURCES_EXCLUDED = frozenset({"name"})
+
+
+def _map(value: Any) -> Obj:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def not_found(path: str, value: Any) -> Cause:
+    return Cause("FieldValueNotFound", f"Not found: {vm.go_value(value)}", path)
+
+
+# -- pod spec ---------------------------------------------------------------------------------
+
+
+def _container_ports(ports: list[Any], path: str) -> list[Cause]:
+    causes: list[Cause] = []
+    names: set[str] = set()
+    for i, port in enumerate(ports):
+        port = _map(port)
+        p = index(path, i)
+        name = port.get("name") or ""
+        if name:
+            if name in names:
+                causes.append(vm.duplicate(child(p, "name"), name))
+            names.add(name)
+        container_port = port.get("containerPort") or 0
+        if container_port == 0:
+            causes.append(vm.required(child(p, "containerPort")))
+        else:
+            causes.extend(vm.port_range(child(p, "containerPort"), container_port))
+        if port.get("hostPort"):
+            causes.extend(vm.port_range(child(p, "hostPort"), port["hostPort"]))
+        protocol = port.get("protocol") or ""
+        if not protocol:
+            causes.append(vm.required(child(p, "protocol")))
+        elif protocol not in _PROTOCOLS:
+            causes.append(vm.not_supported(child(p, "protocol"), protocol, _PROTOCOLS))
+    return causes
+
+
+def _containers(containers: Any, path: str, volumes: set[str], *, regular: bool) -> list[Cause]:
+    causes: list[Cause] = []
+    if regular and not containers:
+        return [vm.required(path)]
+    names: set[str] = set()
+    for i, ctr in enumerate(_list(containers)):
+        ctr = _map(ctr)
+        p = index(path, i)
+        name = ctr.get("name") or ""
+        if not name:
+            causes.append(vm.required(child(p, "name")))
+        else:
+            causes.extend(vm.invalid(child(p, "name"), name, m) for m in vm.dns1123_label(name))
+            if name in names:
+                causes.append(vm.duplicate(child(p, "name"), name))
+            names.add(name)
+        if not ctr.get("image"):
+            causes.append(vm.required(child(p, "image")))
+        causes.extend(_container_ports(_list(ctr.get("ports")), child(p, "ports")))
+        for j, env in enumerate(_list(ctr.get("env"))):
+            if not _map(env).get("name"):
+                causes.append(vm.required(child(index(child(p, "env"), j), "name")))
+        for j, mount in enumerate(_list(ctr.get("volumeMounts"))):
+            mount = _map(mount)
+            mp = index(child(p, "volumeMounts"), j)
+            mount_name = mount.get("name") or ""
+            if not mount_name:
+                causes.append(vm.required(child(mp, "name")))
+            elif mount_name not in volumes:
+                causes.append(not_found(child(mp, "name"), mount_name))
+            if not mount.get("mountPath"):
+                causes.append(vm.required(child(mp, "mountPath")))
+        policy = ctr.get("imagePullPolicy") or ""
+        if not policy:
+            causes.append(vm.required(child(p, "imagePullPolicy")))
+        elif policy not in _PULL_POLICIES:
+            causes.append(vm.not_supported(child(p, "imagePullPolicy"), policy, _PULL_POLICIES))
+        message_policy = ctr.get("terminationMessagePolicy") or ""
+        mp_path = child(p, "terminationMessagePolicy")
+        if not message_policy:
+            causes.append(vm.required(mp_path))
+        elif message_policy not in _MESSAGE_POLICIES:
+            causes.append(vm.not_supported(mp_path, message_policy, _MESSAGE_POLICIES))
+    return causes
+
+
+def _volumes(volumes: list[Any], path: str) -> tuple[set[str], list[Cause]]:
+    causes: list[Cause] = []
+    names: set[str] = set()
+    for i, vol in enumerate(volumes):
+        vol = _map(vol)
+        p = index(path, i)
+        name = vol.get("name") or ""
+        if not name:
+            causes.append(vm.required(child(p, "name")))
+        else:
+            causes.extend(vm.invalid(child(p, "name"), name, m) for m in vm.dns1123_label(name))
+            if name in names:
+                causes.append(vm.duplicate(child(p, "name"), name))
+            names.add(name)
+        sources = [k for k, v in vol.items() if k not in _VOLUME_SOURCES_EXCLUDED and v is not None]
+        if not sources:
+            causes.append(vm.required(p, "must specify a volume type"))
+        elif len(sources) > 1:
+            causes.append(
+                vm.forbidden(child(p, sources[1]), "may not specify more than 1 volume type")
+            )
+    return names, causes
+
+
+def pod_spec(
+    spec: Any, path: str, *, restart_policies: tuple[str, ...] = _RESTART_POLICIES
+) -> list[Cause]:
+    spec = _map(spec)
+    volume_names, causes = _volumes(_list(spec.get("volumes")), child(path, "volumes"))
+    causes.extend(
+        _containers(spec.get("containers"), child(path, "containers"), volume_names, regular=True)
+    )
+    causes.extend(
+        _containers(
+            spec.get("initContainers"), child(path, "initContainers"), volume_names, regular=False
+        )
+    )
+    restart = spec.get("restartPolicy") or ""
+    if not restart:
+        causes.append(vm.required(child(path, "restartPolicy")))
+    elif restart not in restart_policies:
+        causes.append(vm.not_supported(child(path, "restartPolicy"), restart, restart_policies))
+    dns = spec.get("dnsPolicy") or ""
+    if not dns:
+        causes.append(vm.required(child(path, "dnsPolicy")))
+    elif dns not in _DNS_POLICIES:
+        causes.append(vm.not_supported(child(path, "dnsPolicy"), dns, _DNS_POLICIES))
+    for field in ("terminationGracePeriodSeconds", "activeDeadlineSeconds"):
+        causes.extend(vm.nonnegative(child(path, field), spec.get(field)))
+    if spec.get("activeDeadlineSeconds") == 0:
+        causes.append(
+            vm.invalid(
+                child(path, "activeDeadlineSeconds"),
+                0,
+                "must be between 1 and 2147483647, inclusive",
+            )
+        )
+    causes.extend(vm.check_labels(spec.get("nodeSelector"), child(path, "nodeSelector")))
+    return causes
+
+
+def pod_template(
+    template: Any, path: str, *, restart_policies: tuple[str, ...] = _RESTART_POLICIES
+) -> list[Cause]:
+    """ValidatePodTemplateSpec: template labels and annotations plus the pod spec."""
+    template = _map(template)
+    meta = _map(template.get("metadata"))
+    causes = vm.check_labels(meta.get("labels"), child(path, "metadata", "labels"))
+    causes.extend(
+        vm.check_annotations(meta.get("annotations"), child(path, "metadata", "annotations"))
+    )
+    causes.extend(
+        pod_spec(template.get("spec"), child(path, "spec"), restart_policies=restart_policies)
+    )
+    return causes
+
+
+def validate_pod(obj: Obj, old: Obj | None) -> list[Cause]:
+    causes = vm.object_meta(obj, namespaced=True, name_check=vm.dns1123_subdomain, old=old)
+    return causes + pod_spec(obj.get("spec"), "spec")
+
+
+# -- config -----------------------------------------------------------------------------------
+
+
+def _immutable_data(obj: Obj, old: Obj | None, fields: tuple[str, ...]) -> list[Cause]:
+    if old is None or not old.get("immutable"):
+        return []
+    causes: list[Cause] = []
+    if not obj.get("immutable"):
+        causes.append(vm.forbidden("immutable", "field is immutable when `immutable` is set"))
+    for field in fields:
+        if (obj.get(field) or {}) != (old.get(field) or {}):
+            causes.append(vm.forbidden(field, "field is immutable when `immutable` is set"))
+    return causes
+
+
+def validate_config_map(obj: Obj, old: Obj | None) -> list[Cause]:
+    causes = vm.object_meta(obj, namespaced=True, name_check=vm.dns1123_subdomain, old=old)
+    data, binary = _map(obj.get("data")), _map(obj.get("binaryData"))
+    size = 0
+    for key, value in data.items():
+        causes.extend(vm.invalid(vm.key("data", key), key, m) for m in vm.config_map_key(key))
+        if key in binary:
+            causes.append(
+                vm.invalid(vm.key("data", key), key, "duplicate of key present in binaryData")
+            )
+        size += len(value) if isinstance(value, str) else 0
+    for key, value in binary.items():
+        causes.extend(vm.invalid(vm.key("binaryData", key), key, m) for m in vm.config_map_key(key))
+        if key in data:
+            causes.append(
+                vm.invalid(vm.key("binaryData", key), key, "duplicate of key present in data")
+            )
+        size += len(value) * 3 // 4 if isinstance(value, str) else 0
+    if size > MAX_SECRET_SIZE:
+        causes.append(vm.too_long("", MAX_SECRET_SIZE))
+    return causes + _immutable_data(obj, old, ("data", "binaryData"))
+
+
+_SECRET_REQUIRED_KEYS = {
+    "kubernetes.io/dockerconfigjson": (".dockerconfigjson",),
+    "kubernetes.io/dockercfg": (".dockercfg",),
+    "kubernetes.io/tls": ("tls.crt", "tls.key"),
+    "kubernetes.io/ssh-auth": ("ssh-privatekey",),
+}
+
+
+def validate_secret(obj: Obj, old: Obj | None) -> list[Cause]:
+    causes = vm.object_meta(obj, namespaced=True, name_check=vm.dns1123_subdomain, old=old)
+    data = _map(obj.get("data"))
+    size = 0
+    for key, value in data.items():
+        causes.extend(vm.invalid(vm.key("data", key), key, m) for m in vm.config_map_key(key))
+        try:
+            size += len(base64.b64decode(value or "", validate=False))
+        except (binascii.Error, ValueError, TypeError):
+            pass  # malformed base64 is a decode error (400), reported before validation
+    if size > MAX_SECRET_SIZE:
+        causes.append(vm.too_long("data", MAX_SECRET_SIZE))
+    secret_type = obj.get("type") or "Opaque"
+    for key in _SECRET_REQUIRED_KEYS.get(secret_type, ()):
+        if key not in data and key not in _map(obj.get("stringData")):
+            causes.append(vm.required(vm.key("data", key)))
+    if secret_type == "kubernetes.io/service-account-token":
+        annotations = _map(_map(obj.get("metadata")).get("annotations"))
+        if not annotations.get("kubernetes.io/service-account.name"):
+            path = vm.key("metadata.annotations", "kubernetes.io/service-account.name")
+            causes.append(vm.required(path))
+    if old is not None:
+        causes.extend(vm.immutable("type", obj.get("type"), old.get("type")))
+    return causes + _immutable_data(obj, old, ("data",))
+
+
+# -- namespaces, service accounts, services, endpoints, events ------------------------------------
+
+
+def validate_namespace(obj: Obj, old: Obj | None) -> list[Cause]:
+    causes = vm.object_meta(obj, namespaced=False, name_check=vm.dns1123_label, old=old)
+    for i, finalizer in enumerate(_list(_map(obj.get("spec")).get("finalizers"))):
+        path = index("spec.finalizers", i)
+        causes.extend(vm.invalid(path, finalizer, m) for m in vm.qualified_name(finalizer or ""))
+        if isinstance(finalizer, str) and "/" not in finalizer and finalizer != "kubernetes":
+            detail = "name is neither a standard finalizer name nor is it fully qualified"
+            causes.append(vm.invalid(path, finalizer, detail))
+    return causes
+
+
+def validate_service_account(obj: Obj, old: Obj | None) -> list[Cause]:
+    return vm.object_meta(obj, namespaced=True, name_check=vm.dns1123_subdomain, old=old)
+
+
+def _service_ports(ports: list[Any]) -> list[Cause]:
+    causes: list[Cause] = []
+    names: set[str] = set()
+    for i, port in enumerate(ports):
+        port = _map(port)
+        p = index("spec.ports", i)
+        name = port.get("name") or ""
+        if len(ports) > 1 and not name:
+            causes.append(vm.required(child(p, "name")))
+        elif name:
+            causes.extend(vm.invalid(child(p, "name"), name, m) for m in vm.dns1123_label(name))
+            if name in names:
+                causes.append(vm.duplicate(child(p, "name"), name))
+            names.add(name)
+        causes.extend(vm.port_range(child(p, "port"), port.get("port") or 0))
+        protocol = port.get("protocol") or ""
+        if not protocol:
+            causes.append(vm.required(child(p, "protocol")))
+        elif protocol not in _PROTOCOLS:
+            causes.append(vm.not_supported(child(p, "protocol"), protocol, _PROTOCOLS))
+        target = port.get("targetPort")
+        if isinstance(target, int) and not isinstance(target, bool) and target != 0:
+            causes.extend(vm.port_range(child(p, "targetPort"), target))
+    return causes
+
+
+def validate_service(obj: Obj, old: Obj | None) -> list[Cause]:
+    causes = vm.object_meta(obj, namespaced=True, name_check=vm.dns1035_label, old=old)
+    spec = _map(obj.get("spec"))
+    service_type = spec.get("type") or ""
+    ports = _list(spec.get("ports"))
+    headless = spec.get("clusterIP") == "None"
+    if not ports and not headless and service_type != "ExternalName":
+        causes.append(vm.required("spec.ports"))
+    if service_type == "ExternalName":
+        external = spec.get("externalName") or ""
+        if not external:
+            causes.append(vm.required("spec.externalName"))
+        else:
+            causes.extend(
+                vm.invalid("spec.externalName", external, m)
+                for m in vm.dns1123_subdomain(external.rstrip("."))
+            )
+    causes.extend(_service_ports(ports))
+    if not service_type:
+        causes.append(vm.required("spec.type"))
+    elif service_type not in _SERVICE_TYPES:
+        causes.append(vm.not_supported("spec.type", service_type, _SERVICE_TYPES))
+    affinity = spec.get("sessionAffinity") or ""
+    if not affinity:
+        causes.append(vm.required("spec.sessionAffinity"))
+    elif affinity not in ("ClientIP", "None"):
+        causes.append(vm.not_supported("spec.sessionAffinity", affinity, ("ClientIP", "None")))
+    causes.extend(vm.check_labels(spec.get("selector"), "spec.selector"))
+    return causes
+
+
+def validate_endpoints(obj: Obj, old: Obj | None) -> list[Cause]:
+    causes = vm.object_meta(obj, namespaced=True, name_check=vm.dns1123_subdomain, old=old)
+    for i, subset in enumerate(_list(obj.get("subsets"))):
+        for j, port in enumerate(_list(_map(subset).get("ports"))):
+            path = child(index(child(index("subsets", i), "ports"), j), "port")
+            causes.extend(vm.port_range(path, _map(port).get("port") or 0))
+    return causes
+
+
+def validate_event(obj: Obj, old: Obj | None) -> list[Cause]:
+    causes = vm.object_meta(obj, namespaced=True, name_check=vm.dns1123_subdomain, old=old)
+    involved = _map(obj.get("involvedObject"))
+    namespace = _map(obj.get("metadata")).get("namespace") or ""
+    involved_ns = involved.get("namespace") or ""
+    if involved_ns and involved_ns != namespace:
+        causes.append(
+            vm.invalid("involvedObject.namespace", involved_ns, "does not match event.namespace")
+        )
+    return causes
+
+
+VALIDATORS = {
+    ("", "Pod"): validate_pod,
+    ("", "ConfigMap"): validate_config_map,
+    ("", "Secret"): validate_secret,
+    ("", "Namespace"): validate_namespace,
+    ("", "ServiceAccount"): validate_service_account,
+    ("", "Service"): validate_service,
+    ("", "Endpoints"): validate_endpoints,
+    ("", "Event"): validate_event,
+}
