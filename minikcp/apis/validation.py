@@ -334,6 +334,33 @@ def unknown_fields(
     return out
 
 
+def _prune(shape: Shape, value: Any) -> None:
+    if shape.preserve_unknown:
+        return
+    kind = shape.kind
+    if kind == shapes.OBJECT and isinstance(value, dict):
+        fields = shape.fields
+        for key in [k for k in value if k not in fields]:
+            del value[key]
+        for key, sub in value.items():
+            field = fields[key]
+            if field.kind in (shapes.OBJECT, shapes.ARRAY, shapes.MAP):
+                _prune(field, sub)
+    elif kind in (shapes.ARRAY, shapes.MAP) and shape.item is not None:
+        elements = value if isinstance(value, list) else (
+            value.values() if isinstance(value, dict) else ()
+        )
+        for element in elements:
+            _prune(shape.item, element)
+
+
+def prune_unknown_fields(
+    rt: ResourceType, obj: dict[str, Any], *, catalog: Catalog | None = None
+) -> None:
+    """Drop the fields the schema does not know, in place, as decoding into Go types does."""
+    _prune(_shape(rt, catalog), obj)
+
+
 def strict_decoding_error(paths: list[str]) -> StatusError:
     """The 400 for fieldValidation=Strict: `strict decoding error: unknown field "spec.foo"`."""
     return bad_request("strict decoding error: " + ", ".join(unknown_field_warnings(paths)))

@@ -220,18 +220,19 @@ class ResourceStore:
         if causes:
             raise errors.invalid(self.rt.kind, meta.get("name", ""), causes, group=self.rt.group)
 
-    def _check_unknown_fields(
-        self, ctx: RequestContext, obj: Mapping[str, Any], opts: WriteOptions
+    def _decode_checks(
+        self, ctx: RequestContext, obj: dict[str, Any], opts: WriteOptions
     ) -> None:
-        if opts.field_validation == "Ignore":
-            return
+        """What decoding into the kind's type does upstream: type errors, unknown fields."""
+        validation.validate(self.rt, obj)
         unknown = validation.unknown_fields(self.rt, obj)
         if not unknown:
             return
-        messages = [f'unknown field "{path}"' for path in unknown]
         if opts.field_validation == "Strict":
-            raise errors.bad_request("strict decoding error: " + ", ".join(messages))
-        ctx.warnings.extend(messages)
+            raise validation.strict_decoding_error(unknown)
+        if opts.field_validation == "Warn":
+            ctx.warnings.extend(validation.unknown_field_warnings(unknown))
+        validation.prune_unknown_fields(self.rt, obj)
 
     def _managed_fields(
         self,
@@ -274,7 +275,7 @@ class ResourceStore:
         meta["uid"] = str(uuid.uuid4())
         meta["creationTimestamp"] = now_rfc3339()
         if not prepared:
-            self._check_unknown_fields(ctx, obj, opts)
+            self._decode_checks(ctx, obj, opts)
             self.strategy.apply_defaults(obj)
             self.strategy.prepare_for_create(obj)
             self._validate(ctx, obj, None, opts)
@@ -309,7 +310,6 @@ class ResourceStore:
         """PUT: replace the object; a resourceVersion in the body is a precondition."""
         obj = self._normalise(obj, namespace)
         self._check_name(obj, name)
-        self._check_unknown_fields(ctx, obj, opts)
         precondition = obj["metadata"].get("resourceVersion") or ""
 
         def mutate(current: dict[str, Any] | None) -> dict[str, Any]:
@@ -354,6 +354,7 @@ class ResourceStore:
                 raise errors.not_found(self.rt.plural, name, group=self.rt.group)
             desired = self._normalise(desired, namespace)
             self._check_name(desired, name)
+            self._decode_checks(ctx, desired, opts)
             wanted_rv = desired["metadata"].get("resourceVersion")
             if wanted_rv and wanted_rv != str(current.revision):
                 raise errors.conflict(self.rt.plural, name, errors.STALE_OBJECT, group=self.rt.group)
