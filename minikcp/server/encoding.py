@@ -10,7 +10,7 @@ from typing import Any
 import orjson
 import yaml
 
-from minikcp.apis import catalog
+from minikcp.apis import catalog, printer_base
 from minikcp.machinery import errors, protobuf, tables
 from minikcp.registry import objects, watching
 
@@ -116,29 +116,35 @@ def list_bytes(
 
 
 def table_bytes(
-    printer_cells: Any,
-    columns: Sequence[tables.Column],
+    printer: printer_base.Printer,
     items: Sequence[objects.StoredObject],
     request: TableRequest,
     *,
     revision: int,
     continue_token: str = "",
+    with_headers: bool = True,
 ) -> bytes:
     now = time.time()
-    rows = [
-        tables.TableRow(
-            cells=printer_cells(item.view(), now),
-            object=tables.row_object(item.view(), request.include_object, api_version=request.api_version),
+    rows = []
+    for item in items:
+        view = item.view()
+        rows.append(
+            tables.TableRow(
+                cells=printer.cells(view, now),
+                object=tables.row_object(
+                    view, request.include_object, api_version=request.api_version
+                ),
+                conditions=printer.conditions(view) if printer.conditions else (),
+            )
         )
-        for item in items
-    ]
     return orjson.dumps(
         tables.build_table(
-            columns,
+            printer.columns,
             rows,
             resource_version=str(revision) if revision else "",
             continue_token=continue_token,
             api_version=request.api_version,
+            with_headers=with_headers,
         )
     )
 
@@ -147,8 +153,11 @@ def watch_event_bytes(
     event: watching.WatchEvent,
     rt: catalog.ResourceType,
     table: TableRequest | None,
-    printer: Any,
+    printer: printer_base.Printer,
+    *,
+    first: bool = False,
 ) -> bytes:
+    """One line of a watch stream; tables carry column definitions on the first event only."""
     if event.type == watching.ERROR:
         return b'{"type":"ERROR","object":' + orjson.dumps(event.status) + b"}\n"
     if event.type == watching.BOOKMARK:
@@ -164,7 +173,7 @@ def watch_event_bytes(
     assert event.object is not None
     if table is not None:
         obj = table_bytes(
-            printer.cells, printer.columns, [event.object], table, revision=event.object.revision
+            printer, [event.object], table, revision=event.object.revision, with_headers=first
         )
     else:
         obj = event.object.to_json()

@@ -167,9 +167,7 @@ class ResourceHandler:
         table = encoding.wants_table(request.headers.get("Accept", ""), query)
         if table is not None:
             printer = self.registry.store(rt).strategy.printer
-            body = encoding.table_bytes(
-                printer.cells, printer.columns, [obj], table, revision=obj.revision
-            )
+            body = encoding.table_bytes(printer, [obj], table, revision=obj.revision)
         else:
             body = obj.to_json()
         return web.Response(body=body, status=status, content_type=encoding.JSON)
@@ -190,7 +188,7 @@ class ResourceHandler:
         if table is not None:
             printer = store.strategy.printer
             body = encoding.table_bytes(
-                printer.cells, printer.columns, result.items, table,
+                printer, result.items, table,
                 revision=result.revision, continue_token=result.continue_token,
             )
         else:
@@ -222,7 +220,9 @@ class ResourceHandler:
         await response.prepare(request)
         try:
             if first is not None:
-                await response.write(encoding.watch_event_bytes(first, rt, table, printer))
+                await response.write(
+                    encoding.watch_event_bytes(first, rt, table, printer, first=True)
+                )
                 async for event in events:
                     await response.write(encoding.watch_event_bytes(event, rt, table, printer))
         except (ConnectionResetError, ConnectionError):
