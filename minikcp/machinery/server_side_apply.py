@@ -376,7 +376,9 @@ def update_managed_fields(
 
 
 def _group_version_kind(api_version: Any, kind: Any) -> tuple[str, str, str]:
-    if not isinstance(api_version, str) or api_version.count("/") > 1:
+    if not isinstance(api_version, str):
+        api_version = ""
+    if api_version.count("/") > 1:
         return "", "", ""  # unparsable: upstream sees an empty kind
     group, _, version = api_version.rpartition("/")
     return group, version, kind if isinstance(kind, str) else ""
@@ -404,10 +406,10 @@ def _apply_once(
     shape: Shape,
     ignored: FieldSet,
     now: str,
-    tracked_before: bool,
+    exists: bool,
 ) -> tuple[dict[str, Any], Managers, Times]:
     managers, times = dict(managers), dict(times)
-    if not managers and tracked_before:
+    if not managers and exists:
         # An object nobody tracked yet: what it holds belongs to "before-first-apply".
         first = ManagerId("before-first-apply", "Update", api_version, applier.subresource)
         _record_update({}, live, managers, times, first, shape=shape, ignored=ignored, now=now)
@@ -438,7 +440,8 @@ def _allowed_by_last_applied(live: dict[str, Any], api_version: str, shape: Shap
     Those the annotation sets to the live value may be taken over from client-side apply
     without a conflict (upstream lastappliedmanager.go).
     """
-    annotations = (live.get("metadata") or {}).get("annotations") or {}
+    meta = live.get("metadata")
+    annotations = meta.get("annotations") if isinstance(meta, dict) else None
     text = annotations.get(LAST_APPLIED) if isinstance(annotations, dict) else None
     if not isinstance(text, str) or not text:
         return FieldSet()
@@ -534,7 +537,7 @@ def apply_patch(
         return _apply_once(
             current, config, managers, times, applier, api_version=api_version, force=forced,
             shape=shape, ignored=_ignored(subresource, reset_fields), now=now,
-            tracked_before=live is not None,
+            exists=live is not None,
         )  # fmt: skip
 
     try:
