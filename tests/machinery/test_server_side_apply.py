@@ -339,13 +339,19 @@ def test_kubectl_server_side_apply_over_client_side_apply_conflicts_then_forces(
 
 
 def test_kubectl_upgrades_from_client_side_apply_without_conflicts() -> None:
-    # The last-applied annotation vouches for replicas=2 = live: upstream takes it over.
+    # As upstream's TestInteropForClientSideApplyAndServerSideApply: what the last-applied
+    # annotation says matches live, so kubectl takes those fields over without conflicts.
     live = client_side_applied(2, annotated_replicas=2)
-    obj = apply(live, deployment(replicas=3), manager="kubectl", now=T2)
-    assert obj["spec"]["replicas"] == 3
-    assert ".spec.replicas" in owners(obj)["kubectl (Apply)"]
+    wanted = deployment(replicas=8, image="nginx:1.26")
+    wanted["metadata"]["labels"] = {"app": "web-v2"}
+    obj = apply(live, wanted, manager="kubectl", now=T2)
+    assert (obj["spec"]["replicas"], obj["metadata"]["labels"]) == (8, {"app": "web-v2"})
+    assert {".spec.replicas", ".metadata.labels.app"} <= owners(obj)["kubectl (Apply)"]
+    assert ".spec.replicas" not in owners(obj)["kubectl-client-side-apply (Update)"]
     last = json.loads(obj["metadata"]["annotations"][server_side_apply.LAST_APPLIED])
-    assert last == deployment(replicas=3)  # kept in step with what kubectl applied
+    assert last == wanted  # kept in step with what kubectl applied
+    status = conflict_of(lambda: apply(live, wanted, manager="not-kubectl"))
+    assert len(status["details"]["causes"]) == 3  # the upgrade is kubectl's alone
 
 
 def test_kubectl_still_conflicts_where_the_annotation_disagrees_with_live() -> None:
