@@ -145,6 +145,14 @@ def test_applying_the_same_configuration_again_changes_nothing() -> None:
     assert apply(first, deployment(), now=T2) == first  # not even the time
 
 
+def test_an_applier_that_changes_nothing_gets_an_entry_without_a_time() -> None:
+    first = apply(None, config_map({"a": "1"}), manager="alpha", now=T1)
+    second = apply(first, config_map({"a": "1"}), manager="beta", now=T2)
+    entry = next(e for e in second["metadata"]["managedFields"] if e["manager"] == "beta")
+    assert "time" not in entry  # upstream only stamps a change
+    assert entry["fieldsV1"] == {"f:data": {"f:a": {}}}
+
+
 def test_two_appliers_share_a_field_they_set_to_the_same_value() -> None:
     obj = apply(None, config_map({"shared": "v", "a": "1"}), manager="alpha")
     obj = apply(obj, config_map({"shared": "v", "b": "2"}), manager="beta", now=T2)
@@ -587,3 +595,16 @@ def test_deployment_applies_are_idempotent(
     second = apply(first, config, now=T2)
     assert second == first
     assert [c["name"] for c in second["spec"]["template"]["spec"]["containers"]] == names
+
+
+@settings(max_examples=30, deadline=None)
+@given(mine=_data, theirs=_data)
+def test_appliers_of_disjoint_keys_never_conflict(
+    mine: dict[str, str], theirs: dict[str, str]
+) -> None:
+    theirs = {f"t-{k}": v for k, v in theirs.items()}
+    obj = apply(None, config_map(mine), manager="alpha", now=T1)
+    obj = apply(obj, config_map(theirs), manager="beta", now=T2)
+    assert obj.get("data", {}) == {**mine, **theirs}
+    obj = apply(obj, config_map({}), manager="alpha", now=T3)  # alpha lets go of its keys
+    assert obj.get("data", {}) == theirs
