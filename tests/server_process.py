@@ -113,13 +113,13 @@ def start_server(workdir: Path, *, extra_args: tuple[str, ...] = ()) -> ServerPr
     home.mkdir(parents=True)
     port = free_port()
     log_path = workdir / f"server-{port}.log"
-    log = log_path.open("wb")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "minikcp.cli.main", "start", "--root-dir", str(root),
-         "--secure-port", str(port), *extra_args],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "minikcp.cli.main", "start", "--root-dir", str(root),
+             "--secure-port", str(port), *extra_args],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
     server = ServerProcess(root=root, port=port, process=process, log_path=log_path, home=home)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:

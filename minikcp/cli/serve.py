@@ -77,7 +77,7 @@ async def serve(options: ServeOptions) -> None:
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     try:
-        hub = storage_hub.WatchHub(store)
+        hub = storage_hub.WatchHub(store, start_revision=await store.current_revision())
         async with asyncio.TaskGroup() as tasks:
             hub_task = tasks.create_task(hub.run(), name="watch-hub")
             reg = await registry.Registry.open(store, hub)

@@ -151,6 +151,14 @@ async def watch(
             except storage_errors.WatcherClosed:
                 # Too slow: end the stream, the client re-watches from its last revision.
                 return
+            except storage_errors.Compacted as exc:
+                yield WatchEvent(
+                    ERROR,
+                    status=errors.expired(
+                        f"too old resource version: {exc.requested} ({exc.compacted})"
+                    ).to_status(),
+                )
+                return
             converted = _convert(rstore, shared, event, opts, filtered=filtered)
             if converted is not None:
                 yield converted

@@ -105,7 +105,7 @@ class ResourceHandler:
             if name:
                 raise errors.method_not_allowed("create", info.resource)
             body = await _read_body(request)
-            obj = _as_object(encoding.decode_body(body, request.content_type, strict=strict))
+            obj = _as_object(encoding.decode_body(body, _content_type(request), strict=strict))
             created = await store.create(ctx, namespace, obj, opts)
             return self._object(request, rt, created, query, status=201)
         if verb == "update":
@@ -116,12 +116,12 @@ class ResourceHandler:
                         store, ctx, namespace, name, body=body, patch_type=None, opts=opts
                     )
                 )
-            obj = _as_object(encoding.decode_body(body, request.content_type, strict=strict))
+            obj = _as_object(encoding.decode_body(body, _content_type(request), strict=strict))
             updated = await store.update(ctx, namespace, name, obj, opts, subresource=sub)
             return self._object(request, rt, updated, query)
         if verb == "patch":
             body = await _read_body(request)
-            patch_type = request.content_type
+            patch_type = _content_type(request)
             if sub == "scale":
                 return _json(
                     await scale.write_scale(
@@ -264,6 +264,11 @@ class ResourceHandler:
         )
 
 
+def _content_type(request: web.Request) -> str:
+    """The media type as sent (aiohttp reports application/octet-stream when there is none)."""
+    return request.headers.get("Content-Type", "").split(";", 1)[0].strip().lower()
+
+
 def _is_watch(query: Mapping[str, str]) -> bool:
     return query.get("watch", "") in ("true", "1")
 
@@ -302,7 +307,7 @@ async def _delete_options(request: web.Request, query: Mapping[str, str]) -> dic
     if request.can_read_body:
         body = await _read_body(request)
         if body.strip():
-            decoded = encoding.decode_body(body, request.content_type or encoding.JSON, strict=False)
+            decoded = encoding.decode_body(body, _content_type(request), strict=False)
             if not isinstance(decoded, dict):
                 raise errors.bad_request("DeleteOptions must be an object")
             options = decoded

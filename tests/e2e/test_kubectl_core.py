@@ -157,23 +157,22 @@ def test_get_watch_sees_update(server: ServerProcess, cluster: str) -> None:
         "HOME": str(server.home),
         "KUBECONFIG": str(server.kubeconfig(cluster)),
     }
-    watcher = subprocess.Popen(
+    with subprocess.Popen(
         ["kubectl", "get", "configmap", "watched", "-w", "-o",
          "jsonpath={.data.v}{\"\\n\"}", "--request-timeout=20s"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-    )
-    try:
-        assert watcher.stdout is not None
-        first = watcher.stdout.readline().strip()
-        assert first == "1"
-        time.sleep(0.2)
-        server.kubectl("patch", "configmap", "watched", "--type=merge", "-p",
-                       '{"data":{"v":"2"}}', cluster=cluster)
-        second = watcher.stdout.readline().strip()
-        assert second == "2"
-    finally:
-        watcher.kill()
-        watcher.wait()
+    ) as watcher:
+        try:
+            assert watcher.stdout is not None
+            first = watcher.stdout.readline().strip()
+            assert first == "1"
+            time.sleep(0.2)
+            server.kubectl("patch", "configmap", "watched", "--type=merge", "-p",
+                           '{"data":{"v":"2"}}', cluster=cluster)
+            second = watcher.stdout.readline().strip()
+            assert second == "2"
+        finally:
+            watcher.kill()
 
 
 def test_delete_waits_for_finalizers(server: ServerProcess, cluster: str) -> None:
@@ -184,17 +183,17 @@ def test_delete_waits_for_finalizers(server: ServerProcess, cluster: str) -> Non
     server.kubectl("delete", "configmap", "held", "--wait=false", cluster=cluster)
     held = json.loads(server.kubectl("get", "cm", "held", "-o", "json", cluster=cluster).stdout)
     assert held["metadata"]["deletionTimestamp"]
-    deleter = subprocess.Popen(
+    with subprocess.Popen(
         ["kubectl", "delete", "configmap", "held", "--timeout=20s"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         env={"PATH": __import__("os").environ["PATH"], "HOME": str(server.home),
              "KUBECONFIG": str(server.kubeconfig(cluster))},
-    )
-    time.sleep(0.5)
-    assert deleter.poll() is None, "delete returned while a finalizer still holds the object"
-    server.kubectl("patch", "configmap", "held", "--type=json", "-p",
-                   '[{"op":"remove","path":"/metadata/finalizers"}]', cluster=cluster)
-    assert deleter.wait(timeout=20) == 0
+    ) as deleter:
+        time.sleep(0.5)
+        assert deleter.poll() is None, "delete returned while a finalizer still holds the object"
+        server.kubectl("patch", "configmap", "held", "--type=json", "-p",
+                       '[{"op":"remove","path":"/metadata/finalizers"}]', cluster=cluster)
+        assert deleter.wait(timeout=20) == 0
     gone = server.kubectl("get", "cm", "held", cluster=cluster, check=False)
     assert "not found" in gone.stderr
 

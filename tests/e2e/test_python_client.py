@@ -46,7 +46,10 @@ def test_crud(core: client.CoreV1Api) -> None:
     listed = core.list_namespaced_config_map("default")
     assert [i.metadata.name for i in listed.items] == ["one"]
     status = core.delete_namespaced_config_map("one", "default")
-    assert status.status == "Success"
+    # The client returns the Status as a model or as a plain dict, depending on its version.
+    as_dict = status if isinstance(status, dict) else status.to_dict()
+    assert as_dict["status"] == "Success"
+    assert as_dict["details"]["name"] == "one"
     with pytest.raises(ApiException) as missing:
         core.read_namespaced_config_map("one", "default")
     assert missing.value.status == 404
