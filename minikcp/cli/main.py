@@ -22,6 +22,14 @@ def _parser() -> argparse.ArgumentParser:
     start.add_argument("--bind-address", default="127.0.0.1")
     start.add_argument("--secure-port", default=6443, type=int)
     start.add_argument("--storage", default="", help="sqlite:///<path> (default: <root-dir>/data.db)")
+    start.add_argument("--compaction-interval", default=60.0, type=float,
+                       help="seconds between compactions of the event history")
+    start.add_argument("--retain-revisions", default=10_000, type=int,
+                       help="compaction keeps at least this many recent revisions")
+    start.add_argument("--retain-seconds", default=300.0, type=float,
+                       help="compaction keeps the revisions of at least this many seconds")
+    start.add_argument("--watch-cache-size", default=10_000, type=int,
+                       help="recent events kept in memory for watches to resume from")
     start.add_argument("-v", "--verbose", action="store_true")
     kc = sub.add_parser("kubeconfig", help="print or write a kubeconfig for a logical cluster")
     kc.add_argument("--root-dir", default=".minikcp", type=Path)
@@ -54,6 +62,10 @@ def main(argv: list[str] | None = None) -> int:
         bind_address=args.bind_address,
         secure_port=args.secure_port,
         storage_url=args.storage,
+        compaction_interval=args.compaction_interval,
+        retain_revisions=args.retain_revisions,
+        retain_seconds=args.retain_seconds,
+        watch_cache_size=args.watch_cache_size,
     )
     try:
         asyncio.run(serve.serve(options))

@@ -33,21 +33,29 @@ class ServeOptions:
     bind_address: str = "127.0.0.1"
     secure_port: int = 6443
     storage_url: str = ""
+    compaction_interval: float = 60.0
+    retain_revisions: int = 10_000
+    retain_seconds: float = 300.0
+    watch_cache_size: int = 10_000
 
 
 class StartupError(Exception):
     """A clear, user-facing reason the server cannot start."""
 
 
-async def open_storage(url: str, root_dir: Path) -> storage_interface.Storage:
+async def open_storage(options: ServeOptions) -> storage_interface.Storage:
     """The composition root's one choice of backend."""
-    if not url:
-        url = f"sqlite:///{root_dir / 'data.db'}"
+    url = options.storage_url or f"sqlite:///{options.root_dir / 'data.db'}"
     parsed = urlparse(url)
     if parsed.scheme == "sqlite":
         path = Path(parsed.path if not parsed.netloc else parsed.netloc + parsed.path)
         try:
-            return await sqlite.SqliteStorage.open(path)
+            return await sqlite.SqliteStorage.open(
+                path,
+                compact_interval=options.compaction_interval or None,
+                retention_revisions=options.retain_revisions,
+                retention_seconds=options.retain_seconds,
+            )
         except storage_errors.StoreUnavailable as exc:
             raise StartupError(str(exc)) from None
     raise StartupError(f"unsupported storage URL {url!r}: use sqlite:///<path>")
@@ -70,14 +78,18 @@ async def serve(options: ServeOptions) -> None:
     base_url = f"https://{public_host}:{options.secure_port}"
     kubeconfigs.write(root / "admin.kubeconfig", kubeconfigs.build(creds, base_url=base_url))
 
-    store = await open_storage(options.storage_url, root)
+    store = await open_storage(options)
     ready = asyncio.Event()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     try:
-        hub = storage_hub.WatchHub(store, start_revision=await store.current_revision())
+        hub = storage_hub.WatchHub(
+            store,
+            start_revision=await store.current_revision(),
+            ring_size=options.watch_cache_size,
+        )
         async with asyncio.TaskGroup() as tasks:
             hub_task = tasks.create_task(hub.run(), name="watch-hub")
             reg = await registry.Registry.open(store, hub)

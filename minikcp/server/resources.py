@@ -209,22 +209,25 @@ class ResourceHandler:
         opts = list_options.parse_list_options(query, watch=True)
         table = encoding.wants_table(request.headers.get("Accept", ""), query)
         printer = self.registry.store(rt).strategy.printer
+        self.registry.store(rt).check_field_selector(opts)
         events = self.registry.watch(rt, ctx, namespace, opts)
-        # Errors before the first event (bad selector, too-new RV) are plain Status answers.
-        first: Any = None
-        with contextlib.suppress(StopAsyncIteration):
-            first = await anext(events)
+        # Past option parsing, errors travel in the stream as ERROR events (as upstream).
         response = web.StreamResponse(status=200)
         response.content_type = encoding.JSON
         response.enable_chunked_encoding()
         await response.prepare(request)
+        first = True
         try:
-            if first is not None:
+            async for event in events:
                 await response.write(
-                    encoding.watch_event_bytes(first, rt, table, printer, first=True)
+                    encoding.watch_event_bytes(event, rt, table, printer, first=first)
                 )
-                async for event in events:
-                    await response.write(encoding.watch_event_bytes(event, rt, table, printer))
+                first = False
+        except errors.StatusError as exc:
+            with contextlib.suppress(ConnectionResetError, ConnectionError):
+                await response.write(
+                    b'{"type":"ERROR","object":' + encoding.status_bytes(exc.to_status()) + b"}\n"
+                )
         except (ConnectionResetError, ConnectionError):
             pass
         finally:

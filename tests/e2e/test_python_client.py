@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from kubernetes import client, config, watch
 from kubernetes.client.rest import ApiException
 
+from tests import server_process
 from tests.server_process import ServerProcess
 
 pytestmark = pytest.mark.e2e
@@ -129,3 +132,38 @@ def test_isolation_between_clusters(server: ServerProcess, cluster: str) -> None
     finally:
         for c in clients:
             c.close()
+
+
+def test_watch_from_compacted_revision_gets_410(tmp_path: Path) -> None:
+    proc = server_process.start_server(
+        tmp_path,
+        extra_args=("--compaction-interval", "0.2", "--retain-revisions", "5",
+                    "--retain-seconds", "0", "--watch-cache-size", "10"),
+    )
+    api_client = config.new_client_from_config(config_file=str(proc.kubeconfig("root")))
+    try:
+        core = client.CoreV1Api(api_client)
+        first = core.create_namespaced_config_map("default", _cm("c0")).metadata.resource_version
+        for i in range(1, 40):
+            core.create_namespaced_config_map("default", _cm(f"c{i}"))
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                list(watch.Watch().stream(core.list_namespaced_config_map, "default",
+                                          resource_version=first, timeout_seconds=1))
+            except ApiException as exc:
+                assert exc.status == 410
+                assert "too old resource version" in (exc.reason or "") + str(exc.body)
+                break
+            time.sleep(0.2)
+        else:
+            pytest.fail("the watch from a compacted revision never answered 410")
+        # A paged list whose snapshot revision is compacted answers 410 too.
+        with pytest.raises(ApiException) as expired:
+            core.list_namespaced_config_map("default", resource_version=first,
+                                            resource_version_match="Exact")
+        assert expired.value.status == 410
+    finally:
+        api_client.close()
+        assert proc.stop() == 0
+        assert "Traceback" not in proc.log()
