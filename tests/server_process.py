@@ -9,6 +9,7 @@ import ssl
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 import uuid
 from dataclasses import dataclass, field
@@ -61,6 +62,26 @@ class ServerProcess:
         ctx = ssl.create_default_context(cafile=str(self.root / "ca.crt"))
         ctx.load_cert_chain(self.root / "admin.crt", self.root / "admin.key")
         return ctx
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        body: bytes | None = None,
+        *,
+        headers: dict[str, str] | None = None,
+        timeout: float = 30,
+    ) -> tuple[int, dict[str, str], bytes]:
+        """One HTTPS request as the admin; returns status, headers and body (errors included)."""
+        req = urllib.request.Request(
+            self.base_url + path, data=body, method=method, headers=headers or {}
+        )
+        try:
+            with urllib.request.urlopen(req, context=self.ssl_context(), timeout=timeout) as resp:
+                return resp.status, dict(resp.headers), resp.read()
+        except urllib.error.HTTPError as err:
+            with err:
+                return err.code, dict(err.headers), err.read()
 
     def kubectl(
         self,

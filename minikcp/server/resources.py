@@ -66,6 +66,8 @@ class ResourceHandler:
         if info.cluster == request_info.WILDCARD_CLUSTER and info.verb not in ("list", "watch"):
             raise errors.method_not_allowed(info.verb, info.resource)
         verb = info.verb
+        if (verb in ("update", "patch") and not info.name) or (verb == "create" and info.name):
+            raise errors.method_not_allowed(verb, info.resource)
         if verb not in rt.verbs and not info.subresource:
             raise errors.method_not_allowed(verb, info.resource)
         ctx = objects.RequestContext(cluster=info.cluster, user=user)

@@ -1,0 +1,226 @@
+"""The HTTP contract itself: Status errors for bad input, discovery, list and watch semantics."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import urllib.request
+
+import orjson
+import pytest
+
+from tests.server_process import ServerProcess
+
+pytestmark = pytest.mark.e2e
+
+JSON = {"Content-Type": "application/json"}
+
+
+def _cm_path(cluster: str, name: str = "") -> str:
+    base = f"/clusters/{cluster}/api/v1/namespaces/default/configmaps"
+    return f"{base}/{name}" if name else base
+
+
+def _status(body: bytes) -> dict[str, object]:
+    status = orjson.loads(body)
+    assert status["kind"] == "Status" and status["apiVersion"] == "v1"
+    assert status["status"] == "Failure"
+    return status  # type: ignore[no-any-return]
+
+
+def _count(server: ServerProcess, cluster: str) -> int:
+    code, _, body = server.request("GET", _cm_path(cluster))
+    assert code == 200
+    return len(orjson.loads(body)["items"])
+
+
+@pytest.mark.parametrize(
+    ("body", "headers", "code", "reason", "fragment"),
+    [
+        (b"{not json", JSON, 400, "BadRequest", "error decoding"),
+        (b"[1, 2]", JSON, 400, "BadRequest", "must be a JSON or YAML object"),
+        (b'{"apiVersion":"apps/v1","kind":"ConfigMap","metadata":{"name":"x"}}', JSON, 400,
+         "BadRequest", "does not match the expected API version"),
+        (b'{"apiVersion":"v1","kind":"Secret","metadata":{"name":"x"}}', JSON, 400, "BadRequest",
+         "does not match the expected kind"),
+        (b'{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"Bad_Name"}}', JSON, 422,
+         "Invalid", "metadata.name"),
+        (b'{"apiVersion":"v1","kind":"ConfigMap","metadata":{}}', JSON, 422, "Invalid",
+         "name or generateName is required"),
+        (b'{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x"},"data":{"a":1}}', JSON,
+         400, "BadRequest", "cannot unmarshal number"),
+        (b"<xml/>", {"Content-Type": "application/xml"}, 415, "UnsupportedMediaType",
+         "unknown format"),
+    ],
+)
+def test_bad_create_changes_nothing(
+    server: ServerProcess, cluster: str, body: bytes, headers: dict[str, str], code: int,
+    reason: str, fragment: str,
+) -> None:
+    got, _, answer = server.request("POST", _cm_path(cluster), body, headers=headers)
+    status = _status(answer)
+    assert (got, status["code"], status["reason"]) == (code, code, reason)
+    assert fragment in str(status["message"])
+    assert _count(server, cluster) == 0
+
+
+def test_strict_field_validation(server: ServerProcess, cluster: str) -> None:
+    body = b'{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x"},"spec":{"a":1}}'
+    code, _, answer = server.request(
+        "POST", _cm_path(cluster) + "?fieldValidation=Strict", body, headers=JSON
+    )
+    assert code == 400
+    assert 'strict decoding error: unknown field "spec"' in str(_status(answer)["message"])
+    dup = b'{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x"},"data":{},"data":{}}'
+    code, _, answer = server.request(
+        "POST", _cm_path(cluster) + "?fieldValidation=Strict", dup, headers=JSON
+    )
+    assert code == 400
+    assert 'duplicate field "data"' in str(_status(answer)["message"])
+    assert _count(server, cluster) == 0
+    code, headers, answer = server.request(
+        "POST", _cm_path(cluster) + "?fieldValidation=Warn", body, headers=JSON
+    )
+    assert code == 201
+    assert 'unknown field \\"spec\\"' in headers.get("Warning", "")
+    assert "spec" not in orjson.loads(answer)
+
+
+def test_oversized_body_is_refused(server: ServerProcess, cluster: str) -> None:
+    big = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "big"},
+           "data": {"a": "x" * (3 * 1024 * 1024 + 10)}}
+    code, _, answer = server.request("POST", _cm_path(cluster), orjson.dumps(big), headers=JSON)
+    assert code == 413
+    assert _status(answer)["reason"] == "RequestEntityTooLarge"
+    assert _count(server, cluster) == 0
+
+
+def test_unknown_paths_and_methods(server: ServerProcess, cluster: str) -> None:
+    code, _, answer = server.request("GET", f"/clusters/{cluster}/api/v1/widgets")
+    assert code == 404 and _status(answer)["reason"] == "NotFound"
+    code, _, answer = server.request("GET", f"/clusters/{cluster}/apis/example.com/v1")
+    assert code == 404
+    code, _, answer = server.request("GET", "/clusters/Not_Valid/api/v1/configmaps")
+    assert code == 400 and _status(answer)["reason"] == "BadRequest"
+    code, _, answer = server.request("PUT", _cm_path(cluster), b"{}", headers=JSON)
+    assert code == 405 and _status(answer)["reason"] == "MethodNotAllowed"
+
+
+def test_unauthenticated_requests_are_refused(server: ServerProcess) -> None:
+    import ssl
+
+    ctx = ssl.create_default_context(cafile=str(server.root / "ca.crt"))
+    with urllib.request.urlopen(server.base_url + "/version/", context=ctx) as resp:
+        assert json.loads(resp.read())["minor"] == "32"
+        assert resp.headers["Cache-Control"] == "no-cache, private"
+    req = urllib.request.Request(server.base_url + "/api/v1/namespaces")
+    with pytest.raises(urllib.error.HTTPError) as denied:
+        urllib.request.urlopen(req, context=ctx)
+    assert denied.value.code == 401
+    assert json.loads(denied.value.read())["reason"] == "Unauthorized"
+    denied.value.close()
+    token = (server.root / "admin-token").read_text().strip()
+    req = urllib.request.Request(
+        server.base_url + "/api/v1/namespaces", headers={"Authorization": f"Bearer {token}"}
+    )
+    with urllib.request.urlopen(req, context=ctx) as resp:
+        assert resp.status == 200
+
+
+def test_discovery_documents(server: ServerProcess, cluster: str) -> None:
+    code, _, body = server.request("GET", f"/clusters/{cluster}/apis/apps/v1")
+    assert code == 200
+    resources = {r["name"]: r for r in orjson.loads(body)["resources"]}
+    assert resources["deployments"]["singularName"] == "deployment"
+    assert "deploy" in resources["deployments"]["shortNames"]
+    assert resources["deployments/scale"]["kind"] == "Scale"
+    accept = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+    code, headers, body = server.request("GET", f"/clusters/{cluster}/apis",
+                                         headers={"Accept": accept})
+    assert code == 200
+    assert headers["Content-Type"] == accept
+    groups = {g["metadata"]["name"] for g in orjson.loads(body)["items"]}
+    assert {"apps", "batch", "rbac.authorization.k8s.io", "coordination.k8s.io"} <= groups
+    code, _, body = server.request("GET", f"/clusters/{cluster}/api/")
+    assert code == 200 and orjson.loads(body)["versions"] == ["v1"]
+
+
+def test_list_resource_version_semantics(server: ServerProcess, cluster: str) -> None:
+    for i in range(3):
+        body = {"metadata": {"name": f"c{i}"}}
+        assert server.request("POST", _cm_path(cluster), orjson.dumps(body), headers=JSON)[0] == 201
+    code, _, body = server.request("GET", _cm_path(cluster))
+    listed = orjson.loads(body)
+    rv = int(listed["metadata"]["resourceVersion"])
+    server.request("DELETE", _cm_path(cluster, "c0"))
+    code, _, body = server.request(
+        "GET", _cm_path(cluster) + f"?resourceVersion={rv}&resourceVersionMatch=Exact"
+    )
+    assert code == 200
+    assert [i["metadata"]["name"] for i in orjson.loads(body)["items"]] == ["c0", "c1", "c2"]
+    code, _, body = server.request("GET", _cm_path(cluster) + "?resourceVersionMatch=Exact")
+    assert code == 422 and _status(body)["reason"] == "Invalid"
+    code, _, body = server.request(
+        "GET", _cm_path(cluster) + f"?resourceVersion={rv + 10**6}&resourceVersionMatch=NotOlderThan"
+    )
+    assert code == 504
+    assert "Too large resource version" in str(_status(body)["message"])
+    code, _, body = server.request("GET", _cm_path(cluster) + "?continue=garbage")
+    assert code == 400
+
+
+def _read_events(resp: object, count: int, out: list[dict[str, object]]) -> None:
+    for line in resp:  # type: ignore[attr-defined]
+        out.append(orjson.loads(line))
+        if len(out) >= count:
+            return
+
+
+def test_watch_initial_events_and_bookmark(server: ServerProcess, cluster: str) -> None:
+    for name in ("a", "b"):
+        server.request("POST", _cm_path(cluster), orjson.dumps({"metadata": {"name": name}}),
+                       headers=JSON)
+    query = ("?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan"
+             "&allowWatchBookmarks=true&timeoutSeconds=5")
+    req = urllib.request.Request(server.base_url + _cm_path(cluster) + query)
+    events: list[dict[str, object]] = []
+    with urllib.request.urlopen(req, context=server.ssl_context()) as resp:
+        assert resp.headers["Content-Type"] == "application/json"
+        _read_events(resp, 3, events)
+        writer = threading.Thread(target=lambda: server.request(
+            "PATCH", _cm_path(cluster, "a"), b'{"data":{"x":"1"}}',
+            headers={"Content-Type": "application/merge-patch+json"}))
+        writer.start()
+        _read_events(resp, 4, events)
+        writer.join()
+    kinds = [(e["type"], e["object"]["metadata"].get("name")) for e in events]  # type: ignore[index]
+    assert kinds[:2] == [("ADDED", "a"), ("ADDED", "b")]
+    assert kinds[2][0] == "BOOKMARK"
+    meta = events[2]["object"]["metadata"]  # type: ignore[index]
+    assert meta["annotations"] == {"k8s.io/initial-events-end": "true"}
+    assert kinds[3] == ("MODIFIED", "a")
+    assert int(events[3]["object"]["metadata"]["resourceVersion"]) > int(  # type: ignore[index]
+        meta["resourceVersion"]
+    )
+
+
+def test_watch_label_selector_transitions(server: ServerProcess, cluster: str) -> None:
+    server.request("POST", _cm_path(cluster), orjson.dumps({"metadata": {"name": "t"}}),
+                   headers=JSON)
+    code, _, body = server.request("GET", _cm_path(cluster))
+    rv = orjson.loads(body)["metadata"]["resourceVersion"]
+    merge = {"Content-Type": "application/merge-patch+json"}
+    server.request("PATCH", _cm_path(cluster, "t"), b'{"metadata":{"labels":{"on":"yes"}}}',
+                   headers=merge)
+    server.request("PATCH", _cm_path(cluster, "t"), b'{"data":{"k":"v"}}', headers=merge)
+    server.request("PATCH", _cm_path(cluster, "t"), b'{"metadata":{"labels":{"on":"no"}}}',
+                   headers=merge)
+    query = f"?watch=1&resourceVersion={rv}&labelSelector=on%3Dyes&timeoutSeconds=2"
+    req = urllib.request.Request(server.base_url + _cm_path(cluster) + query)
+    started = time.monotonic()
+    with urllib.request.urlopen(req, context=server.ssl_context()) as resp:
+        events = [orjson.loads(line) for line in resp]
+    assert time.monotonic() - started >= 1.5  # the stream ends at timeoutSeconds
+    assert [e["type"] for e in events] == ["ADDED", "MODIFIED", "DELETED"]
+    assert events[2]["object"]["metadata"]["labels"] == {"on": "yes"}
