@@ -389,7 +389,7 @@ def test_malformed_token_bodies(body: bytes) -> None:
 
 
 segments = st.text(
-    alphabet=st.characters(blacklist_characters="/", blacklist_categories=("Cs",)),
+    alphabet=st.characters(exclude_characters="/", exclude_categories=["Cs"]),
     min_size=1,
     max_size=5,
 )
