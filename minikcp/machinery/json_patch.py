@@ -21,17 +21,14 @@ The input document and patch are never mutated and never shared with the result.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import orjson
 
-from minikcp.machinery import errors, merge_patch
+from minikcp.machinery import errors, merge_patch, names
 
 MAX_OPERATIONS = 10_000
 REJECTED = "the server rejected our request due to an error in our request"
-
-_ATOI = re.compile(r"[+-]?[0-9]+")
 
 
 class _NotApplicableError(Exception):
@@ -170,7 +167,10 @@ def _locate(doc: Any, path: str, kind: str, what: str) -> tuple[dict[str, Any] |
 
 
 def _atoi(key: str) -> int | None:
-    return int(key) if _ATOI.fullmatch(key) and abs(int(key)) < 2**63 else None
+    try:
+        return names.go_parse_int(key)
+    except ValueError:
+        return None
 
 
 def _index(key: str, length: int) -> int | None:

@@ -26,8 +26,6 @@ EXACT = "Exact"
 NOT_OLDER_THAN = "NotOlderThan"
 CONTINUE_VERSION = "meta.k8s.io/v1"
 
-_INT = re.compile(r"[+-]?[0-9]+")
-_UINT = re.compile(r"[0-9]+")
 _BASE64URL = re.compile(r"[A-Za-z0-9_-]*")
 
 
@@ -61,16 +59,12 @@ def _go_bool(text: str) -> bool:
 
 def _go_int64(text: str) -> int:
     """strconv.ParseInt(text, 10, 64); the 400 carries Go's message."""
-    if not _INT.fullmatch(text):
+    try:
+        return names.go_parse_int(text)
+    except ValueError as exc:
         raise errors.bad_request(
-            f"strconv.ParseInt: parsing {names.go_quote(text)}: invalid syntax"
-        )
-    value = int(text)
-    if not -(2**63) <= value < 2**63:
-        raise errors.bad_request(
-            f"strconv.ParseInt: parsing {names.go_quote(text)}: value out of range"
-        )
-    return value
+            f"strconv.ParseInt: parsing {names.go_quote(text)}: {exc}"
+        ) from None
 
 
 def parse_list_options(query: Mapping[str, str], *, watch: bool | None = None) -> ListOptions:
@@ -187,16 +181,14 @@ def parse_resource_version(rv: str) -> int:
     """
     if rv in ("", "0"):
         return 0
-    reason = ""
-    if not _UINT.fullmatch(rv):
-        reason = "invalid syntax"
-    elif int(rv) >= 2**64:
-        reason = "value out of range"
-    if reason:
-        detail = f"strconv.ParseUint: parsing {names.go_quote(rv)}: {reason}"
+    try:
+        return names.go_parse_int(rv, unsigned=True)
+    except ValueError as exc:
+        detail = f"strconv.ParseUint: parsing {names.go_quote(rv)}: {exc}"
         cause = names.field_invalid("resourceVersion", rv, detail)
-        raise errors.bad_request(f"invalid resource version: {cause.field}: {cause.message}")
-    return int(rv)
+        raise errors.bad_request(
+            f"invalid resource version: {cause.field}: {cause.message}"
+        ) from None
 
 
 def _go_json(text: str) -> str:

@@ -51,6 +51,28 @@ def go_quote(text: str) -> str:
     return "".join(out)
 
 
+_GO_INT = re.compile(r"[+-]?[0-9]+")
+_GO_UINT = re.compile(r"[0-9]+")
+
+
+def go_parse_int(text: str, *, unsigned: bool = False) -> int:
+    """Go's strconv.ParseInt(text, 10, 64), or ParseUint when `unsigned`.
+
+    Raises ValueError("invalid syntax") or ValueError("value out of range"), Go's reasons.
+    """
+    if not (_GO_UINT if unsigned else _GO_INT).fullmatch(text):
+        raise ValueError("invalid syntax")
+    # Strip zeros first: Python refuses to convert very long digit strings.
+    digits = text.lstrip("+-").lstrip("0") or "0"
+    if len(digits) > 20:
+        raise ValueError("value out of range")
+    value = -int(digits) if text.startswith("-") else int(digits)
+    low, high = (0, 2**64) if unsigned else (-(2**63), 2**63)
+    if not low <= value < high:
+        raise ValueError("value out of range")
+    return value
+
+
 def go_value(value: Any) -> str:
     """How `field.Error.ErrorBody()` prints a bad value (`%q`, `%v` or Go syntax)."""
     if value is None:

@@ -9,7 +9,6 @@ errors raise `errors.bad_request` with upstream's message; an invalid metav1.Lab
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -28,15 +27,13 @@ GREATER_THAN = "gt"
 LESS_THAN = "lt"
 
 _BINARY_OPERATORS = (IN, NOT_IN, EQUALS, DOUBLE_EQUALS, NOT_EQUALS, GREATER_THAN, LESS_THAN)
-_INT64 = re.compile(r"[+-]?[0-9]+")
 
 
 def _parse_int64(text: str) -> int | None:
-    """Go's strconv.ParseInt(text, 10, 64), or None where it fails."""
-    if not _INT64.fullmatch(text):
+    try:
+        return names.go_parse_int(text)
+    except ValueError:
         return None
-    value = int(text)
-    return value if -(2**63) <= value < 2**63 else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,44 +112,19 @@ def _sorted_by_key(reqs: list[LabelRequirement]) -> tuple[LabelRequirement, ...]
 
 
 def _new_requirement(key: str, op: str, values: tuple[str, ...]) -> LabelRequirement:
-    """`labels.NewRequirement`: raises ValueError with the aggregated field errors."""
+    """The checks of `labels.NewRequirement` that the grammar does not already guarantee.
+
+    Raises ValueError with the aggregated field errors, paths relative to the requirement.
+    """
     causes = []
-    if msgs := names.qualified_name_errors(key):
-        causes.append(names.field_invalid("key", key, "; ".join(msgs)))
-    if op in (IN, NOT_IN) and not values:
-        causes.append(
+    if op in (GREATER_THAN, LESS_THAN):
+        causes += [
             names.field_invalid(
-                "values", [], "for 'in', 'notin' operators, values set can't be empty"
+                f"values[{i}]", v, "for 'Gt', 'Lt' operators, the value must be an integer"
             )
-        )
-    elif op in (EQUALS, DOUBLE_EQUALS, NOT_EQUALS) and len(values) != 1:
-        causes.append(
-            names.field_invalid(
-                "values", list(values), "exact-match compatibility requires one single value"
-            )
-        )
-    elif op in (EXISTS, DOES_NOT_EXIST) and values:
-        causes.append(
-            names.field_invalid(
-                "values", list(values), "values set must be empty for exists and does not exist"
-            )
-        )
-    elif op in (GREATER_THAN, LESS_THAN):
-        if len(values) != 1:
-            causes.append(
-                names.field_invalid(
-                    "values",
-                    list(values),
-                    "for 'Gt', 'Lt' operators, exactly one value is required",
-                )
-            )
-        for i, v in enumerate(values):
-            if _parse_int64(v) is None:
-                causes.append(
-                    names.field_invalid(
-                        f"values[{i}]", v, "for 'Gt', 'Lt' operators, the value must be an integer"
-                    )
-                )
+            for i, v in enumerate(values)
+            if _parse_int64(v) is None
+        ]
     for i, v in enumerate(values):
         if msgs := names.label_value_errors(v):
             causes.append(names.field_invalid(f"values[{i}][{key}]", v, "; ".join(msgs)))

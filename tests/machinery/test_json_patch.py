@@ -421,3 +421,8 @@ def test_replacing_each_member_reaches_the_target(
     ]
     patch += [{"op": "replace", "path": "/" + escape(k), "value": v} for k, v in target.items()]
     assert json_patch.apply_json_patch(doc, patch) == target
+
+
+def test_huge_indices_do_not_apply() -> None:
+    status = failure({"a": [1]}, [{"op": "remove", "path": "/a/" + "9" * 5000}])
+    assert status.code == 422

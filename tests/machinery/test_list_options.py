@@ -415,3 +415,8 @@ def test_any_token_decodes_or_is_a_bad_request(token: str) -> None:
         code = 200
         assert ".." not in decoded.start_key.split("/")
     assert code in (200, 400)
+
+
+def test_huge_numbers_are_out_of_range_not_crashes() -> None:
+    assert failure({"limit": "1" * 5000}).message.endswith(": value out of range")
+    assert list_options.parse_resource_version("0" * 5000 + "1") == 1

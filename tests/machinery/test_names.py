@@ -453,3 +453,48 @@ def test_owner_references(refs: list[dict[str, Any]], fragment: str) -> None:
     else:
         assert causes
         assert fragment in causes[0].message
+
+
+# -- Go integer parsing ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "unsigned", "value"),
+    [
+        ("0", False, 0),
+        ("-0", False, 0),
+        ("+7", False, 7),
+        ("-9223372036854775808", False, -(2**63)),
+        ("9223372036854775807", False, 2**63 - 1),
+        ("18446744073709551615", True, 2**64 - 1),
+        ("0" * 5000 + "12", True, 12),
+    ],
+)
+def test_go_parse_int(text: str, unsigned: bool, value: int) -> None:
+    assert names.go_parse_int(text, unsigned=unsigned) == value
+
+
+@pytest.mark.parametrize(
+    ("text", "unsigned", "reason"),
+    [
+        ("", False, "invalid syntax"),
+        ("1.0", False, "invalid syntax"),
+        ("1_0", False, "invalid syntax"),
+        ("\u0661", False, "invalid syntax"),
+        ("+1", True, "invalid syntax"),
+        ("-1", True, "invalid syntax"),
+        ("9223372036854775808", False, "value out of range"),
+        ("-9223372036854775809", False, "value out of range"),
+        ("18446744073709551616", True, "value out of range"),
+        ("9" * 5000, False, "value out of range"),
+    ],
+)
+def test_go_parse_int_failures(text: str, unsigned: bool, reason: str) -> None:
+    with pytest.raises(ValueError, match=reason):
+        names.go_parse_int(text, unsigned=unsigned)
+
+
+@given(st.integers(min_value=-(2**63), max_value=2**63 - 1), st.sampled_from(["", "0", "00"]))
+def test_go_parse_int_reads_decimal_text(value: int, zeros: str) -> None:
+    sign = "-" if value < 0 else ""
+    assert names.go_parse_int(f"{sign}{zeros}{abs(value)}") == value
