@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from minikcp.machinery import errors, merge_patch
@@ -108,6 +108,9 @@ def test_create_merge_patch(original: Any, modified: Any, patch: Any) -> None:
 
 # -- properties --------------------------------------------------------------------------------
 
+# Nested JSON is slow to generate on a busy machine; Hypothesis' CI profile relaxes the same checks.
+PROPERTIES = settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
 scalars = st.one_of(
     st.booleans(),
     st.integers(min_value=-(2**53), max_value=2**53),
@@ -124,13 +127,13 @@ def json_values(*, nulls: bool) -> st.SearchStrategy[Any]:
         lambda inner: st.one_of(
             st.lists(inner, max_size=3), st.dictionaries(keys, inner, max_size=3)
         ),
-        max_leaves=8,
+        max_leaves=6,
     )
 
 
-documents = st.dictionaries(keys, json_values(nulls=True), max_size=4)
-patches = st.dictionaries(keys, json_values(nulls=True), max_size=4)
-null_free = st.dictionaries(keys, json_values(nulls=False), max_size=4)
+documents = st.dictionaries(keys, json_values(nulls=True), max_size=3)
+patches = st.dictionaries(keys, json_values(nulls=True), max_size=3)
+null_free = st.dictionaries(keys, json_values(nulls=False), max_size=3)
 
 
 def pruned(value: Any) -> Any:
@@ -150,7 +153,7 @@ def containers(value: Any) -> Iterator[int]:
             yield from containers(child)
 
 
-@settings(max_examples=50)
+@PROPERTIES
 @given(documents, null_free)
 def test_a_created_patch_turns_original_into_modified(
     original: dict[str, Any], modified: dict[str, Any]
@@ -159,21 +162,21 @@ def test_a_created_patch_turns_original_into_modified(
     assert merge_patch.json_equal(merge_patch.apply_merge_patch(original, patch), modified)
 
 
-@settings(max_examples=50)
+@PROPERTIES
 @given(documents)
 def test_a_document_needs_no_patch_to_itself(doc: dict[str, Any]) -> None:
     assert merge_patch.create_merge_patch(doc, doc) == {}
     assert merge_patch.json_equal(merge_patch.apply_merge_patch(doc, {}), doc)
 
 
-@settings(max_examples=50)
+@PROPERTIES
 @given(documents, patches)
 def test_applying_twice_changes_nothing_more(doc: dict[str, Any], patch: dict[str, Any]) -> None:
     once = merge_patch.apply_merge_patch(doc, patch)
     assert merge_patch.json_equal(merge_patch.apply_merge_patch(once, patch), once)
 
 
-@settings(max_examples=50)
+@PROPERTIES
 @given(documents, patches)
 def test_the_result_has_what_the_patch_sets(doc: dict[str, Any], patch: dict[str, Any]) -> None:
     result = merge_patch.apply_merge_patch(doc, patch)
@@ -186,7 +189,7 @@ def test_the_result_has_what_the_patch_sets(doc: dict[str, Any], patch: dict[str
         assert merge_patch.json_equal(result[key], doc[key])
 
 
-@settings(max_examples=50)
+@PROPERTIES
 @given(documents, patches)
 def test_inputs_are_never_mutated_or_shared(doc: dict[str, Any], patch: dict[str, Any]) -> None:
     doc_before, patch_before = copy.deepcopy(doc), copy.deepcopy(patch)
@@ -196,7 +199,7 @@ def test_inputs_are_never_mutated_or_shared(doc: dict[str, Any], patch: dict[str
     assert set(containers(result)).isdisjoint(set(containers(doc)) | set(containers(patch)))
 
 
-@settings(max_examples=50)
+@PROPERTIES
 @given(documents, null_free)
 def test_created_patches_share_nothing(original: dict[str, Any], modified: dict[str, Any]) -> None:
     patch = merge_patch.create_merge_patch(original, modified)
