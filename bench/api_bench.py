@@ -20,7 +20,7 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests import server_process  # noqa: E402
+from tests import server_process
 
 
 def _pct(values: list[float], p: float) -> float:
@@ -50,7 +50,8 @@ async def bench(server: server_process.ServerProcess, clients: int, objects: int
 
         async def create(i: int) -> None:
             body = {
-                "apiVersion": "v1", "kind": "ConfigMap",
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
                 "metadata": {"name": f"cm-{i}", "labels": {"group": str(i % 10)}},
                 "data": {"key": "x" * 200},
             }
@@ -66,7 +67,8 @@ async def bench(server: server_process.ServerProcess, clients: int, objects: int
         async def update(i: int) -> None:
             body = {"data": {"key": f"v{i}"}}
             async with session.patch(
-                f"{base}/cm-{i % objects}", data=orjson.dumps(body),
+                f"{base}/cm-{i % objects}",
+                data=orjson.dumps(body),
                 headers={"Content-Type": "application/merge-patch+json"},
             ) as r:
                 assert r.status == 200, await r.text()
@@ -86,8 +88,10 @@ async def bench(server: server_process.ServerProcess, clients: int, objects: int
                     body = await r.read()
                 times.append((time.perf_counter() - start) * 1000)
                 count = len(orjson.loads(body)["items"])
-            print(f"{label:16s} {count:5d} items  median {statistics.median(times):6.1f} ms  "
-                  f"min {min(times):6.1f} ms")
+            print(
+                f"{label:16s} {count:5d} items  median {statistics.median(times):6.1f} ms  "
+                f"min {min(times):6.1f} ms"
+            )
 
         await _watch_fanout(session, base, watchers=100, events=100)
 
@@ -124,13 +128,17 @@ async def _watch_fanout(
     await asyncio.wait_for(all_ready.wait(), 30)
     await asyncio.sleep(0.2)
     for i in range(events):
-        body = {"metadata": {"name": f"fan-{i}", "labels": {"fanout": "yes"}},
-                "data": {"sent": repr(time.time())}}
+        body = {
+            "metadata": {"name": f"fan-{i}", "labels": {"fanout": "yes"}},
+            "data": {"sent": repr(time.time())},
+        }
         async with session.post(base, data=orjson.dumps(body)) as r:
             await r.read()
     await asyncio.wait_for(asyncio.gather(*tasks), 60)
-    print(f"watch fan-out  {watchers} watchers x {events} events: delivered {delivered}, "
-          f"p50 {_pct(latencies, 0.5):.1f} ms, p99 {_pct(latencies, 0.99):.1f} ms")
+    print(
+        f"watch fan-out  {watchers} watchers x {events} events: delivered {delivered}, "
+        f"p50 {_pct(latencies, 0.5):.1f} ms, p99 {_pct(latencies, 0.99):.1f} ms"
+    )
 
 
 def main() -> None:

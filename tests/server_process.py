@@ -136,8 +136,17 @@ def start_server(workdir: Path, *, extra_args: tuple[str, ...] = ()) -> ServerPr
     log_path = workdir / f"server-{port}.log"
     with log_path.open("wb") as log:
         process = subprocess.Popen(
-            [sys.executable, "-m", "minikcp.cli.main", "start", "--root-dir", str(root),
-             "--secure-port", str(port), *extra_args],
+            [
+                sys.executable,
+                "-m",
+                "minikcp.cli.main",
+                "start",
+                "--root-dir",
+                str(root),
+                "--secure-port",
+                str(port),
+                *extra_args,
+            ],
             stdout=log,
             stderr=subprocess.STDOUT,
         )
@@ -149,7 +158,9 @@ def start_server(workdir: Path, *, extra_args: tuple[str, ...] = ()) -> ServerPr
         if (root / "ca.crt").exists():
             try:
                 ctx = ssl.create_default_context(cafile=str(root / "ca.crt"))
-                with urllib.request.urlopen(f"{server.base_url}/readyz", context=ctx, timeout=2) as r:
+                with urllib.request.urlopen(
+                    f"{server.base_url}/readyz", context=ctx, timeout=2
+                ) as r:
                     if r.status == 200:
                         return server
             except OSError:

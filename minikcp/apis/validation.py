@@ -347,8 +347,10 @@ def _prune(shape: Shape, value: Any) -> None:
             if field.kind in (shapes.OBJECT, shapes.ARRAY, shapes.MAP):
                 _prune(field, sub)
     elif kind in (shapes.ARRAY, shapes.MAP) and shape.item is not None:
-        elements = value if isinstance(value, list) else (
-            value.values() if isinstance(value, dict) else ()
+        elements = (
+            value
+            if isinstance(value, list)
+            else (value.values() if isinstance(value, dict) else ())
         )
         for element in elements:
             _prune(shape.item, element)

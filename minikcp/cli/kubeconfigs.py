@@ -19,8 +19,11 @@ def build(
     creds: pki.Credentials, *, base_url: str, current: str = "root", clusters: tuple[str, ...] = ()
 ) -> dict[str, Any]:
     """Contexts `root`, `base`, `system:admin`, plus one per extra logical cluster path."""
-    servers = {"root": f"{base_url}/clusters/root", "base": base_url,
-               "system:admin": f"{base_url}/clusters/system:admin"}
+    servers = {
+        "root": f"{base_url}/clusters/root",
+        "base": base_url,
+        "system:admin": f"{base_url}/clusters/system:admin",
+    }
     for name in clusters:
         servers[name] = f"{base_url}/clusters/{name}"
     ca = _b64(creds.ca_cert)
@@ -42,8 +45,7 @@ def build(
             {"name": "admin-token", "user": {"token": creds.admin_token}},
         ],
         "contexts": [
-            {"name": name, "context": {"cluster": name, "user": pki.ADMIN_USER}}
-            for name in servers
+            {"name": name, "context": {"cluster": name, "user": pki.ADMIN_USER}} for name in servers
         ],
         "current-context": current,
         "preferences": {},

@@ -21,15 +21,33 @@ def _parser() -> argparse.ArgumentParser:
     start.add_argument("--root-dir", default=".minikcp", type=Path)
     start.add_argument("--bind-address", default="127.0.0.1")
     start.add_argument("--secure-port", default=6443, type=int)
-    start.add_argument("--storage", default="", help="sqlite:///<path> (default: <root-dir>/data.db)")
-    start.add_argument("--compaction-interval", default=60.0, type=float,
-                       help="seconds between compactions of the event history")
-    start.add_argument("--retain-revisions", default=10_000, type=int,
-                       help="compaction keeps at least this many recent revisions")
-    start.add_argument("--retain-seconds", default=300.0, type=float,
-                       help="compaction keeps the revisions of at least this many seconds")
-    start.add_argument("--watch-cache-size", default=10_000, type=int,
-                       help="recent events kept in memory for watches to resume from")
+    start.add_argument(
+        "--storage", default="", help="sqlite:///<path> (default: <root-dir>/data.db)"
+    )
+    start.add_argument(
+        "--compaction-interval",
+        default=60.0,
+        type=float,
+        help="seconds between compactions of the event history",
+    )
+    start.add_argument(
+        "--retain-revisions",
+        default=10_000,
+        type=int,
+        help="compaction keeps at least this many recent revisions",
+    )
+    start.add_argument(
+        "--retain-seconds",
+        default=300.0,
+        type=float,
+        help="compaction keeps the revisions of at least this many seconds",
+    )
+    start.add_argument(
+        "--watch-cache-size",
+        default=10_000,
+        type=int,
+        help="recent events kept in memory for watches to resume from",
+    )
     start.add_argument("-v", "--verbose", action="store_true")
     kc = sub.add_parser("kubeconfig", help="print or write a kubeconfig for a logical cluster")
     kc.add_argument("--root-dir", default=".minikcp", type=Path)
@@ -92,8 +110,9 @@ def _kubeconfig(args: argparse.Namespace) -> int:
 
         admin = yaml.safe_load((root / "admin.kubeconfig").read_text())
         base = next(c["cluster"]["server"] for c in admin["clusters"] if c["name"] == "base")
-    config = kubeconfigs.build(creds, base_url=base.rstrip("/"), current=args.cluster,
-                               clusters=(args.cluster,))
+    config = kubeconfigs.build(
+        creds, base_url=base.rstrip("/"), current=args.cluster, clusters=(args.cluster,)
+    )
     if args.output:
         kubeconfigs.write(args.output, config)
     else:

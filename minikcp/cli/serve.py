@@ -13,16 +13,16 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 from aiohttp import web
-from storage import errors as storage_errors
-from storage import hub as storage_hub
-from storage import interface as storage_interface
-from storage import sqlite
 
 from minikcp.auth import authn, pki
 from minikcp.cli import kubeconfigs
 from minikcp.machinery import users
 from minikcp.registry import registry
 from minikcp.server import app as server_app
+from storage import errors as storage_errors
+from storage import hub as storage_hub
+from storage import interface as storage_interface
+from storage import sqlite
 
 logger = logging.getLogger(__name__)
 
@@ -50,12 +50,13 @@ async def open_storage(options: ServeOptions) -> storage_interface.Storage:
     if parsed.scheme == "sqlite":
         path = Path(parsed.path if not parsed.netloc else parsed.netloc + parsed.path)
         try:
-            return await sqlite.SqliteStorage.open(
+            opened: storage_interface.Storage = await sqlite.SqliteStorage.open(
                 path,
                 compact_interval=options.compaction_interval or None,
                 retention_revisions=options.retain_revisions,
                 retention_seconds=options.retain_seconds,
             )
+            return opened
         except storage_errors.StoreUnavailable as exc:
             raise StartupError(str(exc)) from None
     raise StartupError(f"unsupported storage URL {url!r}: use sqlite:///<path>")
@@ -109,11 +110,15 @@ async def serve(options: ServeOptions) -> None:
             except OSError as exc:
                 await runner.cleanup()
                 hub_task.cancel()
-                raise StartupError(f"cannot listen on {host}:{options.secure_port}: {exc}") from None
+                raise StartupError(
+                    f"cannot listen on {host}:{options.secure_port}: {exc}"
+                ) from None
             ready.set()
             logger.info(
                 "minikcp serving on %s (ready in %.2fs); kubeconfig: %s",
-                base_url, time.monotonic() - started, root / "admin.kubeconfig",
+                base_url,
+                time.monotonic() - started,
+                root / "admin.kubeconfig",
             )
             await stop.wait()
             logger.info("shutting down")

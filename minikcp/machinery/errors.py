@@ -72,39 +72,54 @@ def _qualified(resource: str, group: str) -> str:
 
 def not_found(resource: str, name: str, *, group: str = "") -> StatusError:
     return StatusError(
-        404, "NotFound", f'{_qualified(resource, group)} "{name}" not found',
-        name=name, group=group, kind=resource,
+        404,
+        "NotFound",
+        f'{_qualified(resource, group)} "{name}" not found',
+        name=name,
+        group=group,
+        kind=resource,
     )
 
 
 def already_exists(resource: str, name: str, *, group: str = "") -> StatusError:
     return StatusError(
-        409, "AlreadyExists", f'{_qualified(resource, group)} "{name}" already exists',
-        name=name, group=group, kind=resource,
+        409,
+        "AlreadyExists",
+        f'{_qualified(resource, group)} "{name}" already exists',
+        name=name,
+        group=group,
+        kind=resource,
     )
 
 
 def conflict(resource: str, name: str, detail: str, *, group: str = "") -> StatusError:
     return StatusError(
-        409, "Conflict",
+        409,
+        "Conflict",
         f'Operation cannot be fulfilled on {_qualified(resource, group)} "{name}": {detail}',
-        name=name, group=group, kind=resource,
+        name=name,
+        group=group,
+        kind=resource,
     )
 
 
-STALE_OBJECT = "the object has been modified; please apply your changes to the latest version and try again"
+STALE_OBJECT = (
+    "the object has been modified; please apply your changes to the latest version and try again"
+)
 
 
 def invalid(kind: str, name: str, causes: list[Cause], *, group: str = "") -> StatusError:
     """422 Invalid; the message lists the field errors as kube-apiserver does."""
     parts = [f"{c.field}: {c.message}" if c.field else c.message for c in causes]
-    if len(parts) == 1:
-        summary = parts[0]
-    else:
-        summary = "[" + ", ".join(parts) + "]"
+    summary = parts[0] if len(parts) == 1 else "[" + ", ".join(parts) + "]"
     return StatusError(
-        422, "Invalid", f'{_qualified(kind, group)} "{name}" is invalid: {summary}',
-        name=name, group=group, kind=kind, causes=causes,
+        422,
+        "Invalid",
+        f'{_qualified(kind, group)} "{name}" is invalid: {summary}',
+        name=name,
+        group=group,
+        kind=kind,
+        causes=causes,
     )
 
 
@@ -115,21 +130,27 @@ def bad_request(message: str) -> StatusError:
 def forbidden(resource: str, name: str, detail: str, *, group: str = "") -> StatusError:
     target = f'{_qualified(resource, group)} "{name}"' if name else _qualified(resource, group)
     return StatusError(
-        403, "Forbidden", f"{target} is forbidden: {detail}",
-        name=name, group=group, kind=resource,
+        403,
+        "Forbidden",
+        f"{target} is forbidden: {detail}",
+        name=name,
+        group=group,
+        kind=resource,
     )
 
 
 def method_not_allowed(verb: str, resource: str) -> StatusError:
     return StatusError(
-        405, "MethodNotAllowed",
+        405,
+        "MethodNotAllowed",
         f"the server does not allow this method on the requested resource ({verb} {resource})",
     )
 
 
 def unsupported_media_type(accepted: list[str]) -> StatusError:
     return StatusError(
-        415, "UnsupportedMediaType",
+        415,
+        "UnsupportedMediaType",
         f"the body of the request was in an unknown format - accepted media types include: "
         f"{', '.join(accepted)}",
     )
@@ -137,14 +158,16 @@ def unsupported_media_type(accepted: list[str]) -> StatusError:
 
 def not_acceptable(accepted: list[str]) -> StatusError:
     return StatusError(
-        406, "NotAcceptable",
+        406,
+        "NotAcceptable",
         f"only the following media types are accepted: {', '.join(accepted)}",
     )
 
 
 def request_entity_too_large(limit: int) -> StatusError:
     return StatusError(
-        413, "RequestEntityTooLarge",
+        413,
+        "RequestEntityTooLarge",
         f"Request entity too large: limit is {limit}",
     )
 
@@ -159,7 +182,8 @@ def gone(message: str) -> StatusError:
 
 def too_large_resource_version(requested: int, current: int) -> StatusError:
     return StatusError(
-        504, "Timeout",
+        504,
+        "Timeout",
         f"Timeout: Too large resource version: {requested}, current: {current}",
         causes=[Cause("ResourceVersionTooLarge", "Too large resource version")],
         retry_after_seconds=1,

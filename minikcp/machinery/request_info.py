@@ -30,7 +30,7 @@ class RequestInfo:
     cluster: str  # logical cluster name, or "*" for wildcard requests
     path: str  # the path after the cluster prefix, starting with "/"
     is_resource_request: bool
-    verb: str  # get, list, watch, create, update, patch, delete, deletecollection (or HTTP verb lowercased)
+    verb: str  # get, list, watch, create, update, patch, delete, deletecollection, or the method
     api_prefix: str = ""  # "api" or "apis"
     group: str = ""
     version: str = ""
@@ -96,16 +96,17 @@ def parse(method: str, path: str, *, watch_param: bool) -> RequestInfo:
         return non_resource
 
     namespace = ""
-    if rest[0] == "namespaces":
-        if len(rest) > 1:
-            namespace = rest[1]
-            if len(rest) > 2 and rest[2] not in _NAMESPACE_SUBRESOURCES:
-                rest = rest[2:]
+    if rest[0] == "namespaces" and len(rest) > 1:
+        namespace = rest[1]
+        if len(rest) > 2 and rest[2] not in _NAMESPACE_SUBRESOURCES:
+            rest = rest[2:]
     resource = rest[0]
     name = rest[1] if len(rest) >= 2 else ""
     subresource = rest[2] if len(rest) >= 3 else ""
     if len(rest) > 3:
-        raise errors.StatusError(404, "NotFound", "the server could not find the requested resource")
+        raise errors.StatusError(
+            404, "NotFound", "the server could not find the requested resource"
+        )
 
     if not verb:
         if method in _VERB_BY_METHOD:

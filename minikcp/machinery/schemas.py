@@ -23,7 +23,7 @@ class SchemaNode:
     as in the upstream OpenAPI where `x-kubernetes-patch-*` sit on the property.
     """
 
-    __slots__ = ("_defs", "_own", "__dict__")
+    __slots__ = ("__dict__", "_defs", "_own")
 
     def __init__(self, defs: Mapping[str, Schema], node: Schema) -> None:
         self._defs = defs

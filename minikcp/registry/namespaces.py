@@ -11,13 +11,12 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from storage import errors as storage_errors
-
 from minikcp.apis import catalog
 from minikcp.machinery import errors, list_options
 from minikcp.registry import codec, keys
 from minikcp.registry import store as generic_store
 from minikcp.registry.objects import RequestContext, StoredObject, WriteOptions
+from storage import errors as storage_errors
 
 BUILTIN_NAMESPACES = ("default", "kube-node-lease", "kube-public", "kube-system")
 _UID_NAMESPACE = uuid.UUID("6f1b5f0c-7d2e-4d55-9a43-6b1c1e0f5a10")
@@ -93,7 +92,7 @@ class NamespaceStore(generic_store.ResourceStore):
         self, ctx: RequestContext, namespace: str, opts: list_options.ListOptions
     ) -> generic_store.ListResult:
         result = await super().list(ctx, namespace, opts)
-        if ctx.cluster == "*" or opts.continue_token and not result.items:
+        if ctx.cluster == "*" or (opts.continue_token and not result.items):
             return result
         stored = {obj.metadata.get("name") for obj in result.items}
         low = ""
@@ -117,7 +116,7 @@ class NamespaceStore(generic_store.ResourceStore):
             result.items = sorted(result.items + extra, key=lambda o: o.metadata.get("name", ""))
         return result
 
-    async def update(  # type: ignore[override]
+    async def update(
         self,
         ctx: RequestContext,
         namespace: str,
@@ -130,7 +129,9 @@ class NamespaceStore(generic_store.ResourceStore):
         await self._materialise(ctx, name)
         return await super().update(ctx, namespace, name, obj, opts, subresource=subresource)
 
-    async def guaranteed_update(self, ctx: RequestContext, namespace: str, name: str, *args: Any, **kwargs: Any) -> StoredObject:  # type: ignore[override]  # noqa: E501
+    async def guaranteed_update(
+        self, ctx: RequestContext, namespace: str, name: str, *args: Any, **kwargs: Any
+    ) -> StoredObject:
         await self._materialise(ctx, name)
         return await super().guaranteed_update(ctx, namespace, name, *args, **kwargs)
 
@@ -159,6 +160,7 @@ class NamespaceStore(generic_store.ResourceStore):
         if opts.dry_run:
             return current, False
         if current.view().get("status", {}).get("phase") != "Terminating":
+
             def terminating(obj: dict[str, Any] | None) -> dict[str, Any]:
                 assert obj is not None
                 obj["metadata"]["deletionTimestamp"] = generic_store.now_rfc3339()
@@ -181,7 +183,10 @@ class NamespaceStore(generic_store.ResourceStore):
         return StoredObject(deleted.value, cluster=ctx.cluster, revision=deleted.mod_rev), True
 
     async def _mark(
-        self, ctx: RequestContext, name: str, change: Callable[[dict[str, Any] | None], dict[str, Any]]
+        self,
+        ctx: RequestContext,
+        name: str,
+        change: Callable[[dict[str, Any] | None], dict[str, Any]],
     ) -> StoredObject:
         """Write a lifecycle change directly: status and deletion fields are not user-writable."""
         while True:

@@ -109,9 +109,7 @@ async def _apply(
     if not isinstance(applied, dict):
         raise errors.bad_request("the apply configuration must be an object")
     if not opts.field_manager:
-        raise errors.bad_request(
-            "PATCH, fieldManager: Required value: is required for apply patch"
-        )
+        raise errors.bad_request("PATCH, fieldManager: Required value: is required for apply patch")
     store.check_type(applied)
     if not applied.get("apiVersion") or not applied.get("kind"):
         raise errors.bad_request("apiVersion and kind must be set in an apply configuration")

@@ -5,14 +5,14 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Iterable
 
 import orjson
-from storage import errors as storage_errors
-from storage import hub as storage_hub
-from storage import interface as storage_interface
 
 from minikcp.apis import catalog
 from minikcp.machinery import list_options
 from minikcp.registry import namespaces, store, strategies, watching
 from minikcp.registry.objects import RequestContext
+from storage import errors as storage_errors
+from storage import hub as storage_hub
+from storage import interface as storage_interface
 
 _BOOTSTRAP_KEY = "/registry/minikcp.io/bootstrap"
 
@@ -27,7 +27,7 @@ class Registry:
         *,
         bootstrap_time: str,
         types: catalog.Catalog | None = None,
-        watch_settings: watching.WatchSettings = watching.WatchSettings(),
+        watch_settings: watching.WatchSettings = watching.DEFAULT_SETTINGS,
     ) -> None:
         self.storage = storage
         self.hub = hub
@@ -54,9 +54,9 @@ class Registry:
         **kwargs: object,
     ) -> Registry:
         """Reads (or records, on first start) when this store was created: O(1) per store."""
+        created = store.now_rfc3339()
         item = await storage.get(_BOOTSTRAP_KEY)
         if item is None:
-            created = store.now_rfc3339()
             try:
                 await storage.create(_BOOTSTRAP_KEY, orjson.dumps({"created": created}))
             except storage_errors.KeyExists:
@@ -92,6 +92,11 @@ class Registry:
         opts: list_options.ListOptions,
     ) -> AsyncIterator[watching.WatchEvent]:
         return watching.watch(
-            self.store(rt), self.hub, self._events, ctx, namespace, opts,
+            self.store(rt),
+            self.hub,
+            self._events,
+            ctx,
+            namespace,
+            opts,
             settings=self.watch_settings,
         )

@@ -13,7 +13,9 @@ from minikcp.registry.strategies import apps
 
 def _scalable(store: generic_store.ResourceStore) -> apps.ScalableStrategy:
     if not isinstance(store.strategy, apps.ScalableStrategy):
-        raise errors.StatusError(404, "NotFound", "the server could not find the requested resource")
+        raise errors.StatusError(
+            404, "NotFound", "the server could not find the requested resource"
+        )
     return store.strategy
 
 

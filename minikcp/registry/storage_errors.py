@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from storage import errors as storage_errors
-
 from minikcp.apis import catalog
 from minikcp.machinery import errors
+from storage import errors as storage_errors
 
 
 def interpret(
@@ -18,9 +17,7 @@ def interpret(
     if isinstance(exc, storage_errors.Conflict):
         return errors.conflict(rt.plural, name, errors.STALE_OBJECT, group=rt.group)
     if isinstance(exc, storage_errors.Compacted):
-        return errors.expired(
-            f"too old resource version: {exc.requested} ({exc.compacted})"
-        )
+        return errors.expired(f"too old resource version: {exc.requested} ({exc.compacted})")
     if isinstance(exc, storage_errors.FutureRevision):
         return errors.too_large_resource_version(exc.requested, exc.current)
     if isinstance(exc, storage_errors.ValueTooLarge):

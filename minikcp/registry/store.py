@@ -12,14 +12,14 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from storage import errors as storage_errors
-from storage import interface as storage_interface
-
 from minikcp.apis import catalog, definitions, validation
 from minikcp.machinery import errors, list_options, names, server_side_apply
-from minikcp.registry import codec, keys, storage_errors as interpreted
+from minikcp.registry import codec, keys
+from minikcp.registry import storage_errors as interpreted
 from minikcp.registry.objects import RequestContext, StoredObject, WriteOptions
 from minikcp.registry.strategy import Strategy
+from storage import errors as storage_errors
+from storage import interface as storage_interface
 
 # How often a write retries after losing a compare-and-swap race it did not ask for.
 _MAX_RETRIES = 16
@@ -132,11 +132,10 @@ class ResourceStore:
                 start_after = last_key
             if not more or not opts.limit or len(items) >= opts.limit:
                 break
-        token = ""
-        remaining = None
+        next_token = ""
         if more and opts.limit:
-            token = list_options.encode_continue(revision, last_key[len(prefix) :])
-        return ListResult(items, revision, token, remaining)
+            next_token = list_options.encode_continue(revision, last_key[len(prefix) :])
+        return ListResult(items, revision, next_token)
 
     def _expired_continue(
         self, exc: storage_errors.Compacted, opts: list_options.ListOptions
@@ -161,9 +160,7 @@ class ResourceStore:
     def check_field_selector(self, opts: list_options.ListOptions) -> None:
         for field in opts.field_selector.fields:
             if not self.strategy.supports_field(field):
-                raise errors.bad_request(
-                    f'field label not supported: {field}'
-                )
+                raise errors.bad_request(f"field label not supported: {field}")
 
     # -- writes ---------------------------------------------------------------------------------
 
@@ -220,9 +217,7 @@ class ResourceStore:
         if causes:
             raise errors.invalid(self.rt.kind, meta.get("name", ""), causes, group=self.rt.group)
 
-    def _decode_checks(
-        self, ctx: RequestContext, obj: dict[str, Any], opts: WriteOptions
-    ) -> None:
+    def _decode_checks(self, ctx: RequestContext, obj: dict[str, Any], opts: WriteOptions) -> None:
         """What decoding into the kind's type does upstream: type errors, unknown fields."""
         validation.validate(self.rt, obj)
         unknown = validation.unknown_fields(self.rt, obj)
@@ -318,8 +313,13 @@ class ResourceStore:
             return obj
 
         return await self.guaranteed_update(
-            ctx, namespace, name, mutate, opts,
-            subresource=subresource, retry=not precondition,
+            ctx,
+            namespace,
+            name,
+            mutate,
+            opts,
+            subresource=subresource,
+            retry=not precondition,
         )
 
     def _check_name(self, obj: Mapping[str, Any], name: str) -> None:
@@ -357,7 +357,9 @@ class ResourceStore:
             self._decode_checks(ctx, desired, opts)
             wanted_rv = desired["metadata"].get("resourceVersion")
             if wanted_rv and wanted_rv != str(current.revision):
-                raise errors.conflict(self.rt.plural, name, errors.STALE_OBJECT, group=self.rt.group)
+                raise errors.conflict(
+                    self.rt.plural, name, errors.STALE_OBJECT, group=self.rt.group
+                )
             old = current.view()
             new = self._prepare_update(desired, old, subresource)
             self._validate(ctx, new, old, opts)
@@ -450,7 +452,8 @@ class ResourceStore:
             want_uid = preconditions.get("uid")
             if want_uid and want_uid != meta.get("uid"):
                 raise errors.conflict(
-                    self.rt.plural, name,
+                    self.rt.plural,
+                    name,
                     f"Precondition failed: UID in precondition: {want_uid}, "
                     f"UID in object meta: {meta.get('uid', '')}",
                     group=self.rt.group,
@@ -458,7 +461,8 @@ class ResourceStore:
             want_rv = preconditions.get("resourceVersion")
             if want_rv and want_rv != str(current.revision):
                 raise errors.conflict(
-                    self.rt.plural, name,
+                    self.rt.plural,
+                    name,
                     f"Precondition failed: ResourceVersion in precondition: {want_rv}, "
                     f"ResourceVersion in object meta: {current.revision}",
                     group=self.rt.group,

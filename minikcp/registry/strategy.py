@@ -1,4 +1,4 @@
-"""The per-kind strategy the generic store calls at fixed points, as kube-apiserver's rest strategies.
+"""The per-kind strategy the generic store calls at fixed points, as kube-apiserver's strategies.
 
 Hooks run in this order on a write: defaults -> prepare_for_create/update -> validate. Hooks may
 mutate the object they are given (it is private to the request) but never `old`.

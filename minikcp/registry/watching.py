@@ -13,14 +13,13 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
-from storage import errors as storage_errors
-from storage import hub as storage_hub
-from storage import types as storage_types
-
 from minikcp.machinery import errors, list_options
 from minikcp.registry import keys
 from minikcp.registry import store as generic_store
 from minikcp.registry.objects import RequestContext, StoredObject
+from storage import errors as storage_errors
+from storage import hub as storage_hub
+from storage import types as storage_types
 
 ADDED, MODIFIED, DELETED, BOOKMARK, ERROR = "ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
@@ -73,6 +72,9 @@ class WatchSettings:
     bookmark_interval: float = 30.0
 
 
+DEFAULT_SETTINGS = WatchSettings()
+
+
 async def watch(
     rstore: generic_store.ResourceStore,
     hub: storage_hub.WatchHub,
@@ -81,7 +83,7 @@ async def watch(
     namespace: str,
     opts: list_options.ListOptions,
     *,
-    settings: WatchSettings = WatchSettings(),
+    settings: WatchSettings = DEFAULT_SETTINGS,
 ) -> AsyncIterator[WatchEvent]:
     """The events of one client watch, ending at timeoutSeconds or when the hub cuts it off."""
     rt = rstore.rt

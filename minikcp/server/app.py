@@ -75,7 +75,9 @@ def build_app(
     return app
 
 
-def _authenticate(request: web.Request, authenticator: authn.Authenticator) -> users.UserInfo | None:
+def _authenticate(
+    request: web.Request, authenticator: authn.Authenticator
+) -> users.UserInfo | None:
     peer = None
     transport = request.transport
     if transport is not None:

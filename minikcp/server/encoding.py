@@ -165,8 +165,13 @@ def watch_event_bytes(
         if event.initial_events_end:
             meta["annotations"] = {watching.INITIAL_EVENTS_END: "true"}
         if table is not None:
-            body = {"kind": "Table", "apiVersion": table.api_version, "metadata": meta,
-                    "columnDefinitions": [], "rows": []}
+            body = {
+                "kind": "Table",
+                "apiVersion": table.api_version,
+                "metadata": meta,
+                "columnDefinitions": [],
+                "rows": [],
+            }
         else:
             body = {"kind": rt.kind, "apiVersion": rt.api_version, "metadata": meta}
         return b'{"type":"BOOKMARK","object":' + orjson.dumps(body) + b"}\n"

@@ -8,7 +8,7 @@ from collections.abc import Callable
 import orjson
 from aiohttp import web
 
-from minikcp.apis import discovery, openapi
+from minikcp.apis import catalog, discovery, openapi
 from minikcp.machinery import errors, request_info
 from minikcp.registry import registry
 from minikcp.server import encoding
@@ -39,14 +39,15 @@ def _not_found() -> errors.StatusError:
     return errors.StatusError(404, "NotFound", "the server could not find the requested resource")
 
 
-def _aggregated_version(accept: str) -> str | None:
+def _aggregated_version(accept: str) -> discovery.AggregatedVersion | None:
     for part in accept.split(","):
-        params = dict(
-            p.strip().partition("=")[::2] for p in part.split(";")[1:] if "=" in p
-        )
+        params = dict(p.strip().partition("=")[::2] for p in part.split(";")[1:] if "=" in p)
         if params.get("g") == "apidiscovery.k8s.io" and params.get("as") == "APIGroupDiscoveryList":
-            if params.get("v") in ("v2", "v2beta1"):
-                return params["v"]
+            version = params.get("v")
+            if version == "v2":
+                return "v2"
+            if version == "v2beta1":
+                return "v2beta1"
     return None
 
 
@@ -77,30 +78,42 @@ class NonResourceHandler:
         if head == "openapi":
             return self._openapi(request, info, parts, types)
         if not parts:
-            paths = ["/api", "/api/v1", "/apis", "/healthz", "/livez", "/openapi/v2",
-                     "/openapi/v3", "/readyz", "/version"]
+            paths = [
+                "/api",
+                "/api/v1",
+                "/apis",
+                "/healthz",
+                "/livez",
+                "/openapi/v2",
+                "/openapi/v3",
+                "/readyz",
+                "/version",
+            ]
             return web.Response(body=orjson.dumps({"paths": paths}), content_type=encoding.JSON)
         raise _not_found()
 
-    def _discovery(self, parts: tuple[str, ...], types: object, accept: str) -> web.Response:
+    def _discovery(
+        self, parts: tuple[str, ...], types: catalog.Catalog, accept: str
+    ) -> web.Response:
         aggregated = _aggregated_version(accept)
         headers = {"Cache-Control": "no-cache, private"}
         if len(parts) == 1:
             if aggregated is not None:
-                body = discovery.aggregated(types, legacy=parts[0] == "api", version=aggregated)  # type: ignore[arg-type]
+                document = discovery.aggregated(types, legacy=parts[0] == "api", version=aggregated)
                 ctype = _AGGREGATED if aggregated == "v2" else _AGGREGATED_BETA
-                return web.Response(body=body, headers={**headers, "Content-Type": ctype})
+                return web.Response(body=document, headers={**headers, "Content-Type": ctype})
             if parts[0] == "api":
-                return _raw(discovery.api_versions(types), headers)  # type: ignore[arg-type]
-            return _raw(discovery.api_group_list(types), headers)  # type: ignore[arg-type]
+                return _raw(discovery.api_versions(types), headers)
+            return _raw(discovery.api_group_list(types), headers)
+        body: bytes | None
         if parts[0] == "api" and len(parts) == 2:
-            body = discovery.api_resource_list(types, "", parts[1])  # type: ignore[arg-type]
+            body = discovery.api_resource_list(types, "", parts[1])
         elif parts[0] == "apis" and len(parts) == 2:
-            body = discovery.api_group(types, parts[1])  # type: ignore[arg-type]
+            body = discovery.api_group(types, parts[1])
         elif parts[0] == "apis" and len(parts) == 3:
-            body = discovery.api_resource_list(types, parts[1], parts[2])  # type: ignore[arg-type]
+            body = discovery.api_resource_list(types, parts[1], parts[2])
         else:
-            body = None
+            raise _not_found()
         if body is None:
             raise _not_found()
         return _raw(body, headers)
@@ -110,25 +123,24 @@ class NonResourceHandler:
         request: web.Request,
         info: request_info.RequestInfo,
         parts: tuple[str, ...],
-        types: object,
+        types: catalog.Catalog,
     ) -> web.Response:
         if len(parts) == 2 and parts[1] == "v2":
-            doc = openapi.openapi_v2_document(types)  # type: ignore[arg-type]
             accept = request.headers.get("Accept", "")
             if "json" not in accept and "protobuf" in accept:
-                proto = openapi.openapi_v2_protobuf(types)  # type: ignore[arg-type]
+                proto = openapi.openapi_v2_protobuf(types)
                 return web.Response(body=proto.body, headers={"Content-Type": _OPENAPI_V2_PROTOBUF})
-            return self._document(request, doc)
+            return self._document(request, openapi.openapi_v2_document(types))
         if len(parts) >= 2 and parts[1] == "v3":
             if len(parts) == 2:
                 prefix = "" if info.path == request.path else f"/clusters/{info.cluster}"
-                body = openapi.openapi_v3_index(types, prefix)  # type: ignore[arg-type]
+                body = openapi.openapi_v3_index(types, prefix)
                 return _raw(body, {"Cache-Control": "no-cache, private"})
             group_version = "/".join(parts[2:])
-            doc = openapi.openapi_v3_document(types, group_version)  # type: ignore[arg-type]
-            if doc is None:
+            v3 = openapi.openapi_v3_document(types, group_version)
+            if v3 is None:
                 raise _not_found()
-            return self._document(request, doc)
+            return self._document(request, v3)
         raise _not_found()
 
     @staticmethod
@@ -143,7 +155,9 @@ class NonResourceHandler:
             return web.Response(status=304, headers=headers)
         if "gzip" in request.headers.get("Accept-Encoding", ""):
             headers["Content-Encoding"] = "gzip"
-            return web.Response(body=doc.gzip_body, headers={**headers, "Content-Type": encoding.JSON})
+            return web.Response(
+                body=doc.gzip_body, headers={**headers, "Content-Type": encoding.JSON}
+            )
         return web.Response(body=doc.body, headers={**headers, "Content-Type": encoding.JSON})
 
 

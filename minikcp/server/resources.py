@@ -107,8 +107,8 @@ class ResourceHandler:
             if name:
                 raise errors.method_not_allowed("create", info.resource)
             body = await _read_body(request)
-            obj = _as_object(encoding.decode_body(body, _content_type(request), strict=strict))
-            created = await store.create(ctx, namespace, obj, opts)
+            new = _as_object(encoding.decode_body(body, _content_type(request), strict=strict))
+            created = await store.create(ctx, namespace, new, opts)
             return self._object(request, rt, created, query, status=201)
         if verb == "update":
             body = await _read_body(request)
@@ -118,8 +118,10 @@ class ResourceHandler:
                         store, ctx, namespace, name, body=body, patch_type=None, opts=opts
                     )
                 )
-            obj = _as_object(encoding.decode_body(body, _content_type(request), strict=strict))
-            updated = await store.update(ctx, namespace, name, obj, opts, subresource=sub)
+            replacement = _as_object(
+                encoding.decode_body(body, _content_type(request), strict=strict)
+            )
+            updated = await store.update(ctx, namespace, name, replacement, opts, subresource=sub)
             return self._object(request, rt, updated, query)
         if verb == "patch":
             body = await _read_body(request)
@@ -130,17 +132,23 @@ class ResourceHandler:
                         store, ctx, namespace, name, body=body, patch_type=patch_type, opts=opts
                     )
                 )
-            patched, created = await patching.patch(
-                store, ctx, namespace, name,
-                patch_type=patch_type, body=body, opts=opts, subresource=sub,
+            patched, was_created = await patching.patch(
+                store,
+                ctx,
+                namespace,
+                name,
+                patch_type=patch_type,
+                body=body,
+                opts=opts,
+                subresource=sub,
             )
-            return self._object(request, rt, patched, query, status=201 if created else 200)
+            return self._object(request, rt, patched, query, status=201 if was_created else 200)
         if verb == "delete":
             options = await _delete_options(request, query)
-            obj, deleted = await store.delete(ctx, namespace, name, options, opts)
+            gone, deleted = await store.delete(ctx, namespace, name, options, opts)
             if not deleted:
-                return self._object(request, rt, obj, query)
-            meta = obj.metadata
+                return self._object(request, rt, gone, query)
+            meta = gone.metadata
             details = {"name": name, "kind": rt.plural, "uid": meta.get("uid", "")}
             if rt.group:
                 details["group"] = rt.group
@@ -190,13 +198,19 @@ class ResourceHandler:
         if table is not None:
             printer = store.strategy.printer
             body = encoding.table_bytes(
-                printer, result.items, table,
-                revision=result.revision, continue_token=result.continue_token,
+                printer,
+                result.items,
+                table,
+                revision=result.revision,
+                continue_token=result.continue_token,
             )
         else:
             body = encoding.list_bytes(
-                rt, result.items, revision=result.revision,
-                continue_token=result.continue_token, remaining=result.remaining,
+                rt,
+                result.items,
+                revision=result.revision,
+                continue_token=result.continue_token,
+                remaining=result.remaining,
             )
         return web.Response(body=body, content_type=encoding.JSON)
 
@@ -322,9 +336,15 @@ async def _delete_options(request: web.Request, query: Mapping[str, str]) -> dic
     policy = options.get("propagationPolicy")
     if policy not in (None, "Orphan", "Background", "Foreground"):
         raise errors.invalid(
-            "DeleteOptions", "",
-            [errors.Cause("FieldValueNotSupported",
-                          f'Unsupported value: "{policy}": supported values: "Foreground", '
-                          '"Background", "Orphan"', "propagationPolicy")],
+            "DeleteOptions",
+            "",
+            [
+                errors.Cause(
+                    "FieldValueNotSupported",
+                    f'Unsupported value: "{policy}": supported values: "Foreground", '
+                    '"Background", "Orphan"',
+                    "propagationPolicy",
+                )
+            ],
         )
     return options

@@ -40,23 +40,58 @@ def _count(server: ServerProcess, cluster: str) -> int:
     [
         (b"{not json", JSON, 400, "BadRequest", "error decoding"),
         (b"[1, 2]", JSON, 400, "BadRequest", "must be a JSON or YAML object"),
-        (b'{"apiVersion":"apps/v1","kind":"ConfigMap","metadata":{"name":"x"}}', JSON, 400,
-         "BadRequest", "does not match the expected API version"),
-        (b'{"apiVersion":"v1","kind":"Secret","metadata":{"name":"x"}}', JSON, 400, "BadRequest",
-         "does not match the expected kind"),
-        (b'{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"Bad_Name"}}', JSON, 422,
-         "Invalid", "metadata.name"),
-        (b'{"apiVersion":"v1","kind":"ConfigMap","metadata":{}}', JSON, 422, "Invalid",
-         "name or generateName is required"),
-        (b'{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x"},"data":{"a":1}}', JSON,
-         400, "BadRequest", "cannot unmarshal number"),
-        (b"<xml/>", {"Content-Type": "application/xml"}, 415, "UnsupportedMediaType",
-         "unknown format"),
+        (
+            b'{"apiVersion":"apps/v1","kind":"ConfigMap","metadata":{"name":"x"}}',
+            JSON,
+            400,
+            "BadRequest",
+            "does not match the expected API version",
+        ),
+        (
+            b'{"apiVersion":"v1","kind":"Secret","metadata":{"name":"x"}}',
+            JSON,
+            400,
+            "BadRequest",
+            "does not match the expected kind",
+        ),
+        (
+            b'{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"Bad_Name"}}',
+            JSON,
+            422,
+            "Invalid",
+            "metadata.name",
+        ),
+        (
+            b'{"apiVersion":"v1","kind":"ConfigMap","metadata":{}}',
+            JSON,
+            422,
+            "Invalid",
+            "name or generateName is required",
+        ),
+        (
+            b'{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x"},"data":{"a":1}}',
+            JSON,
+            400,
+            "BadRequest",
+            "cannot unmarshal number",
+        ),
+        (
+            b"<xml/>",
+            {"Content-Type": "application/xml"},
+            415,
+            "UnsupportedMediaType",
+            "unknown format",
+        ),
     ],
 )
 def test_bad_create_changes_nothing(
-    server: ServerProcess, cluster: str, body: bytes, headers: dict[str, str], code: int,
-    reason: str, fragment: str,
+    server: ServerProcess,
+    cluster: str,
+    body: bytes,
+    headers: dict[str, str],
+    code: int,
+    reason: str,
+    fragment: str,
 ) -> None:
     got, _, answer = server.request("POST", _cm_path(cluster), body, headers=headers)
     status = _status(answer)
@@ -88,8 +123,12 @@ def test_strict_field_validation(server: ServerProcess, cluster: str) -> None:
 
 
 def test_oversized_body_is_refused(server: ServerProcess, cluster: str) -> None:
-    big = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "big"},
-           "data": {"a": "x" * (3 * 1024 * 1024 + 10)}}
+    big = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "big"},
+        "data": {"a": "x" * (3 * 1024 * 1024 + 10)},
+    }
     code, _, answer = server.request("POST", _cm_path(cluster), orjson.dumps(big), headers=JSON)
     assert code == 413
     assert _status(answer)["reason"] == "RequestEntityTooLarge"
@@ -136,8 +175,9 @@ def test_discovery_documents(server: ServerProcess, cluster: str) -> None:
     assert "deploy" in resources["deployments"]["shortNames"]
     assert resources["deployments/scale"]["kind"] == "Scale"
     accept = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
-    code, headers, body = server.request("GET", f"/clusters/{cluster}/apis",
-                                         headers={"Accept": accept})
+    code, headers, body = server.request(
+        "GET", f"/clusters/{cluster}/apis", headers={"Accept": accept}
+    )
     assert code == 200
     assert headers["Content-Type"] == accept
     groups = {g["metadata"]["name"] for g in orjson.loads(body)["items"]}
@@ -162,7 +202,8 @@ def test_list_resource_version_semantics(server: ServerProcess, cluster: str) ->
     code, _, body = server.request("GET", _cm_path(cluster) + "?resourceVersionMatch=Exact")
     assert code == 422 and _status(body)["reason"] == "Invalid"
     code, _, body = server.request(
-        "GET", _cm_path(cluster) + f"?resourceVersion={rv + 10**6}&resourceVersionMatch=NotOlderThan"
+        "GET",
+        _cm_path(cluster) + f"?resourceVersion={rv + 10**6}&resourceVersionMatch=NotOlderThan",
     )
     assert code == 504
     assert "Too large resource version" in str(_status(body)["message"])
@@ -179,18 +220,26 @@ def _read_events(resp: object, count: int, out: list[dict[str, object]]) -> None
 
 def test_watch_initial_events_and_bookmark(server: ServerProcess, cluster: str) -> None:
     for name in ("a", "b"):
-        server.request("POST", _cm_path(cluster), orjson.dumps({"metadata": {"name": name}}),
-                       headers=JSON)
-    query = ("?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan"
-             "&allowWatchBookmarks=true&timeoutSeconds=5")
+        server.request(
+            "POST", _cm_path(cluster), orjson.dumps({"metadata": {"name": name}}), headers=JSON
+        )
+    query = (
+        "?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan"
+        "&allowWatchBookmarks=true&timeoutSeconds=5"
+    )
     req = urllib.request.Request(server.base_url + _cm_path(cluster) + query)
     events: list[dict[str, object]] = []
     with urllib.request.urlopen(req, context=server.ssl_context()) as resp:
         assert resp.headers["Content-Type"] == "application/json"
         _read_events(resp, 3, events)
-        writer = threading.Thread(target=lambda: server.request(
-            "PATCH", _cm_path(cluster, "a"), b'{"data":{"x":"1"}}',
-            headers={"Content-Type": "application/merge-patch+json"}))
+        writer = threading.Thread(
+            target=lambda: server.request(
+                "PATCH",
+                _cm_path(cluster, "a"),
+                b'{"data":{"x":"1"}}',
+                headers={"Content-Type": "application/merge-patch+json"},
+            )
+        )
         writer.start()
         _read_events(resp, 4, events)
         writer.join()
@@ -206,16 +255,19 @@ def test_watch_initial_events_and_bookmark(server: ServerProcess, cluster: str) 
 
 
 def test_watch_label_selector_transitions(server: ServerProcess, cluster: str) -> None:
-    server.request("POST", _cm_path(cluster), orjson.dumps({"metadata": {"name": "t"}}),
-                   headers=JSON)
-    code, _, body = server.request("GET", _cm_path(cluster))
+    server.request(
+        "POST", _cm_path(cluster), orjson.dumps({"metadata": {"name": "t"}}), headers=JSON
+    )
+    _, _, body = server.request("GET", _cm_path(cluster))
     rv = orjson.loads(body)["metadata"]["resourceVersion"]
     merge = {"Content-Type": "application/merge-patch+json"}
-    server.request("PATCH", _cm_path(cluster, "t"), b'{"metadata":{"labels":{"on":"yes"}}}',
-                   headers=merge)
+    server.request(
+        "PATCH", _cm_path(cluster, "t"), b'{"metadata":{"labels":{"on":"yes"}}}', headers=merge
+    )
     server.request("PATCH", _cm_path(cluster, "t"), b'{"data":{"k":"v"}}', headers=merge)
-    server.request("PATCH", _cm_path(cluster, "t"), b'{"metadata":{"labels":{"on":"no"}}}',
-                   headers=merge)
+    server.request(
+        "PATCH", _cm_path(cluster, "t"), b'{"metadata":{"labels":{"on":"no"}}}', headers=merge
+    )
     query = f"?watch=1&resourceVersion={rv}&labelSelector=on%3Dyes&timeoutSeconds=2"
     req = urllib.request.Request(server.base_url + _cm_path(cluster) + query)
     started = time.monotonic()

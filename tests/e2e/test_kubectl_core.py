@@ -48,13 +48,20 @@ spec:
 
 
 def test_namespace_lifecycle(server: ServerProcess, cluster: str) -> None:
-    server.kubectl("create", "-f", "-", cluster=cluster,
-                   input="apiVersion: v1\nkind: Namespace\nmetadata:\n  name: demo\n")
+    server.kubectl(
+        "create",
+        "-f",
+        "-",
+        cluster=cluster,
+        input="apiVersion: v1\nkind: Namespace\nmetadata:\n  name: demo\n",
+    )
     out = server.kubectl("get", "namespaces", "-o", "name", cluster=cluster).stdout.split()
     assert "namespace/demo" in out
     assert "namespace/default" in out
     assert "namespace/kube-system" in out
-    ns = json.loads(server.kubectl("get", "namespace", "demo", "-o", "json", cluster=cluster).stdout)
+    ns = json.loads(
+        server.kubectl("get", "namespace", "demo", "-o", "json", cluster=cluster).stdout
+    )
     assert ns["status"]["phase"] == "Active"
     assert ns["metadata"]["annotations"]["kcp.io/cluster"] == cluster
     assert ns["metadata"]["labels"]["kubernetes.io/metadata.name"] == "demo"
@@ -62,14 +69,23 @@ def test_namespace_lifecycle(server: ServerProcess, cluster: str) -> None:
     assert table.split("\n")[0].split() == ["NAME", "STATUS", "AGE"]
     assert "Active" in table
 
-    server.kubectl("create", "configmap", "inside", "-n", "demo", "--from-literal=k=v",
-                   cluster=cluster)
+    server.kubectl(
+        "create", "configmap", "inside", "-n", "demo", "--from-literal=k=v", cluster=cluster
+    )
     server.kubectl("delete", "namespace", "demo", "--timeout=30s", cluster=cluster)
     gone = server.kubectl("get", "namespace", "demo", cluster=cluster, check=False)
     assert gone.returncode != 0
     assert 'namespaces "demo" not found' in gone.stderr
-    refused = server.kubectl("create", "configmap", "late", "-n", "demo", "--from-literal=k=v",
-                             cluster=cluster, check=False)
+    refused = server.kubectl(
+        "create",
+        "configmap",
+        "late",
+        "-n",
+        "demo",
+        "--from-literal=k=v",
+        cluster=cluster,
+        check=False,
+    )
     assert refused.returncode != 0
     assert 'namespaces "demo" not found' in refused.stderr
     forbidden = server.kubectl("delete", "namespace", "default", cluster=cluster, check=False)
@@ -79,7 +95,9 @@ def test_namespace_lifecycle(server: ServerProcess, cluster: str) -> None:
 
 def test_configmap_crud_and_output_formats(server: ServerProcess, cluster: str) -> None:
     server.kubectl("apply", "-f", "-", cluster=cluster, input=CONFIGMAP.format(ns="default"))
-    as_yaml = load_yaml(server.kubectl("get", "configmap", "cfg", "-o", "yaml", cluster=cluster).stdout)
+    as_yaml = load_yaml(
+        server.kubectl("get", "configmap", "cfg", "-o", "yaml", cluster=cluster).stdout
+    )
     assert isinstance(as_yaml, dict)
     assert as_yaml["data"] == {"a": "1"}
     assert as_yaml["metadata"]["uid"]
@@ -93,8 +111,9 @@ def test_configmap_crud_and_output_formats(server: ServerProcess, cluster: str) 
     described = server.kubectl("describe", "configmap", "cfg", cluster=cluster).stdout
     assert "Name:" in described and "cfg" in described and "tier=backend" in described
 
-    dup = server.kubectl("create", "-f", "-", cluster=cluster, input=CONFIGMAP.format(ns="default"),
-                         check=False)
+    dup = server.kubectl(
+        "create", "-f", "-", cluster=cluster, input=CONFIGMAP.format(ns="default"), check=False
+    )
     assert dup.returncode != 0
     assert "AlreadyExists" in dup.stderr
 
@@ -109,11 +128,13 @@ def test_selectors(server: ServerProcess, cluster: str) -> None:
         server.kubectl("label", "configmap", name, f"tier={tier}", cluster=cluster)
     by_label = server.kubectl("get", "cm", "-l", "tier=web", "-o", "name", cluster=cluster).stdout
     assert sorted(by_label.split()) == ["configmap/a", "configmap/c"]
-    set_based = server.kubectl("get", "cm", "-l", "tier in (db)", "-o", "name",
-                               cluster=cluster).stdout
+    set_based = server.kubectl(
+        "get", "cm", "-l", "tier in (db)", "-o", "name", cluster=cluster
+    ).stdout
     assert set_based.split() == ["configmap/b"]
-    by_field = server.kubectl("get", "cm", "--field-selector", "metadata.name=b", "-o", "name",
-                              cluster=cluster).stdout
+    by_field = server.kubectl(
+        "get", "cm", "--field-selector", "metadata.name=b", "-o", "name", cluster=cluster
+    ).stdout
     assert by_field.split() == ["configmap/b"]
     bad = server.kubectl("get", "cm", "--field-selector", "data.x=y", cluster=cluster, check=False)
     assert bad.returncode != 0
@@ -121,9 +142,12 @@ def test_selectors(server: ServerProcess, cluster: str) -> None:
 
 
 def test_secret(server: ServerProcess, cluster: str) -> None:
-    server.kubectl("create", "secret", "generic", "creds", "--from-literal=password=s3cret",
-                   cluster=cluster)
-    secret = json.loads(server.kubectl("get", "secret", "creds", "-o", "json", cluster=cluster).stdout)
+    server.kubectl(
+        "create", "secret", "generic", "creds", "--from-literal=password=s3cret", cluster=cluster
+    )
+    secret = json.loads(
+        server.kubectl("get", "secret", "creds", "-o", "json", cluster=cluster).stdout
+    )
     assert secret["type"] == "Opaque"
     assert secret["data"] == {"password": "czNjcmV0"}
     table = server.kubectl("get", "secrets", cluster=cluster).stdout.splitlines()
@@ -133,12 +157,16 @@ def test_secret(server: ServerProcess, cluster: str) -> None:
 
 def test_deployment_scale_and_rollout(server: ServerProcess, cluster: str) -> None:
     server.kubectl("apply", "-f", "-", cluster=cluster, input=DEPLOYMENT.format(ns="default"))
-    deploy = json.loads(server.kubectl("get", "deploy", "web", "-o", "json", cluster=cluster).stdout)
+    deploy = json.loads(
+        server.kubectl("get", "deploy", "web", "-o", "json", cluster=cluster).stdout
+    )
     assert deploy["metadata"]["generation"] == 1
     assert deploy["spec"]["strategy"]["type"] == "RollingUpdate"
     server.kubectl("rollout", "status", "deployment/web", "--timeout=20s", cluster=cluster)
     server.kubectl("scale", "deployment", "web", "--replicas=4", cluster=cluster)
-    scaled = json.loads(server.kubectl("get", "deploy", "web", "-o", "json", cluster=cluster).stdout)
+    scaled = json.loads(
+        server.kubectl("get", "deploy", "web", "-o", "json", cluster=cluster).stdout
+    )
     assert scaled["spec"]["replicas"] == 4
     assert scaled["metadata"]["generation"] == 2
     table = server.kubectl("get", "deployments", cluster=cluster).stdout.splitlines()
@@ -158,17 +186,35 @@ def test_get_watch_sees_update(server: ServerProcess, cluster: str) -> None:
         "KUBECONFIG": str(server.kubeconfig(cluster)),
     }
     with subprocess.Popen(
-        ["kubectl", "get", "configmap", "watched", "-w", "-o",
-         "jsonpath={.data.v}{\"\\n\"}", "--request-timeout=20s"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+        [
+            "kubectl",
+            "get",
+            "configmap",
+            "watched",
+            "-w",
+            "-o",
+            'jsonpath={.data.v}{"\\n"}',
+            "--request-timeout=20s",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
     ) as watcher:
         try:
             assert watcher.stdout is not None
             first = watcher.stdout.readline().strip()
             assert first == "1"
             time.sleep(0.2)
-            server.kubectl("patch", "configmap", "watched", "--type=merge", "-p",
-                           '{"data":{"v":"2"}}', cluster=cluster)
+            server.kubectl(
+                "patch",
+                "configmap",
+                "watched",
+                "--type=merge",
+                "-p",
+                '{"data":{"v":"2"}}',
+                cluster=cluster,
+            )
             second = watcher.stdout.readline().strip()
             assert second == "2"
         finally:
@@ -176,23 +222,41 @@ def test_get_watch_sees_update(server: ServerProcess, cluster: str) -> None:
 
 
 def test_delete_waits_for_finalizers(server: ServerProcess, cluster: str) -> None:
-    server.kubectl("create", "-f", "-", cluster=cluster, input=(
-        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: held\n"
-        "  finalizers: [example.com/hold]\n"
-    ))
+    server.kubectl(
+        "create",
+        "-f",
+        "-",
+        cluster=cluster,
+        input=(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: held\n"
+            "  finalizers: [example.com/hold]\n"
+        ),
+    )
     server.kubectl("delete", "configmap", "held", "--wait=false", cluster=cluster)
     held = json.loads(server.kubectl("get", "cm", "held", "-o", "json", cluster=cluster).stdout)
     assert held["metadata"]["deletionTimestamp"]
     with subprocess.Popen(
         ["kubectl", "delete", "configmap", "held", "--timeout=20s"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env={"PATH": __import__("os").environ["PATH"], "HOME": str(server.home),
-             "KUBECONFIG": str(server.kubeconfig(cluster))},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={
+            "PATH": __import__("os").environ["PATH"],
+            "HOME": str(server.home),
+            "KUBECONFIG": str(server.kubeconfig(cluster)),
+        },
     ) as deleter:
         time.sleep(0.5)
         assert deleter.poll() is None, "delete returned while a finalizer still holds the object"
-        server.kubectl("patch", "configmap", "held", "--type=json", "-p",
-                       '[{"op":"remove","path":"/metadata/finalizers"}]', cluster=cluster)
+        server.kubectl(
+            "patch",
+            "configmap",
+            "held",
+            "--type=json",
+            "-p",
+            '[{"op":"remove","path":"/metadata/finalizers"}]',
+            cluster=cluster,
+        )
         assert deleter.wait(timeout=20) == 0
     gone = server.kubectl("get", "cm", "held", cluster=cluster, check=False)
     assert "not found" in gone.stderr
@@ -216,7 +280,9 @@ def test_clusters_are_isolated(server: ServerProcess, cluster: str) -> None:
     b = server.kubectl("get", "cm", "same", "-o", "jsonpath={.data.who}", cluster=other).stdout
     assert (a, b) == ("a", "b")
     server.kubectl("delete", "cm", "same", cluster=cluster)
-    assert server.kubectl("get", "cm", "same", "-o", "jsonpath={.data.who}",
-                          cluster=other).stdout == "b"
+    assert (
+        server.kubectl("get", "cm", "same", "-o", "jsonpath={.data.who}", cluster=other).stdout
+        == "b"
+    )
     listed = server.kubectl("get", "cm", "-A", "-o", "name", cluster=cluster).stdout.split()
     assert "configmap/same" not in listed

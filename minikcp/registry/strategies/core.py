@@ -62,10 +62,15 @@ def _qos_class(pod: Mapping[str, Any]) -> str:
         req, lim = res.get("requests") or {}, res.get("limits") or {}
         requests_seen |= bool(req)
         limits_seen |= bool(lim)
-        if not lim or any(req.get(k, v) != v for k, v in lim.items()) or set(lim) < {
-            "cpu",
-            "memory",
-        }:
+        if (
+            not lim
+            or any(req.get(k, v) != v for k, v in lim.items())
+            or set(lim)
+            < {
+                "cpu",
+                "memory",
+            }
+        ):
             guaranteed = False
     if not requests_seen and not limits_seen:
         return "BestEffort"
@@ -87,7 +92,9 @@ class ServiceStrategy(strategy.Strategy):
         kind = spec.get("type", "ClusterIP")
         seed = "/".join((obj["metadata"].get("namespace", ""), obj["metadata"].get("name", "")))
         if kind != "ExternalName" and not spec.get("clusterIP"):
-            spec["clusterIP"] = str(_SERVICE_NET[1 + _hash(seed) % (_SERVICE_NET.num_addresses - 2)])
+            spec["clusterIP"] = str(
+                _SERVICE_NET[1 + _hash(seed) % (_SERVICE_NET.num_addresses - 2)]
+            )
         if spec.get("clusterIP") and not spec.get("clusterIPs"):
             spec["clusterIPs"] = [spec["clusterIP"]]
         if kind in ("NodePort", "LoadBalancer"):
