@@ -1,6 +1,6 @@
 """The SQLite backend of `storage.interface.Storage`: embedded, one file, the default.
 
-Writes go to the single writer thread (`storage.sqlite_writer`, group commit). Reads use their own
+Writes go through the single writer (`storage.sqlite_writer`, group commit). Reads use their own
 WAL connections: point reads and small ranges run synchronously on the event loop thread (a
 primary-key lookup costs a few microseconds there, a thread hop about 55), larger ones in reader
 threads. Committed events reach `events_since` followers through `storage.feed` without polling.
@@ -19,7 +19,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TypeVar
 
-from storage import errors, feed, keys, sqlite_file, sqlite_reads, sqlite_writer
+from storage import errors, feed, keys, sqlite_commit, sqlite_file, sqlite_reads, sqlite_writer
 from storage.types import Event, Item, RangeResult
 
 T = TypeVar("T")
@@ -55,10 +55,12 @@ class SqliteStorage:
         self._readers = sqlite_reads.ReaderPool(path)
         self._compacted = opened.compacted
         self._feed = feed.EventFeed(revision=opened.revision, buffer_limit=follower_buffer)
+        committer = sqlite_commit.Committer(
+            opened.writer, revision=opened.revision, compacted=opened.compacted
+        )
         self._writer = sqlite_writer.Writer(
-            opened.writer,
-            revision=opened.revision,
-            compacted=opened.compacted,
+            committer,
+            path=path,
             deliver=self._deliver,
             loop=self._loop,
             max_batch=max_batch,
@@ -195,14 +197,14 @@ class SqliteStorage:
     # Writes
 
     async def create(self, key: str, value: bytes) -> Item:
-        operation = sqlite_writer.Create(keys.check_key(key), keys.check_value(value))
+        operation = sqlite_commit.Create(keys.check_key(key), keys.check_value(value))
         result = await self._write(operation)
         assert isinstance(result, Item)
         return result
 
     async def update(self, key: str, value: bytes, *, expected_mod_rev: int) -> Item:
         expected = keys.check_revision(expected_mod_rev, what="expected_mod_rev")
-        operation = sqlite_writer.Update(keys.check_key(key), keys.check_value(value), expected)
+        operation = sqlite_commit.Update(keys.check_key(key), keys.check_value(value), expected)
         result = await self._write(operation)
         assert isinstance(result, Item)
         return result
@@ -210,12 +212,12 @@ class SqliteStorage:
     async def delete(self, key: str, *, expected_mod_rev: int | None = None) -> Item:
         if expected_mod_rev is not None:
             expected_mod_rev = keys.check_revision(expected_mod_rev, what="expected_mod_rev")
-        result = await self._write(sqlite_writer.Delete(keys.check_key(key), expected_mod_rev))
+        result = await self._write(sqlite_commit.Delete(keys.check_key(key), expected_mod_rev))
         assert isinstance(result, Item)
         return result
 
     async def delete_prefix(self, prefix: str) -> list[Item]:
-        result = await self._write(sqlite_writer.DeletePrefix(keys.check_prefix(prefix)))
+        result = await self._write(sqlite_commit.DeletePrefix(keys.check_prefix(prefix)))
         assert isinstance(result, list)
         return result
 
@@ -225,15 +227,15 @@ class SqliteStorage:
         if revision > self._feed.revision:
             raise errors.FutureRevision(revision, self._feed.revision)
         while self._compacted < revision:
-            await self._write(sqlite_writer.Compact(min(revision, self._compacted + COMPACT_STEP)))
+            await self._write(sqlite_commit.Compact(min(revision, self._compacted + COMPACT_STEP)))
 
-    async def _write(self, operation: sqlite_writer.Operation) -> object:
+    async def _write(self, operation: sqlite_commit.Operation) -> object:
         self._check_open()
         future: asyncio.Future[object] = self._loop.create_future()
         self._writer.submit(operation, future)
         return await future
 
-    def _deliver(self, outcome: sqlite_writer.Outcome) -> None:
+    def _deliver(self, outcome: sqlite_commit.Outcome) -> None:
         """On the loop thread: publish a committed batch, then wake its writers."""
         self._compacted = outcome.compacted
         self._feed.publish(outcome.events, revision=outcome.revision)

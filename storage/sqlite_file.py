@@ -105,8 +105,10 @@ def connect(
         # durability.
         conn.execute(f"PRAGMA synchronous={synchronous}")
         # Keep the WAL file from staying large after a burst once it has been checkpointed.
-        conn.execute("PRAGMA journal_size_limit=67108864")
+        conn.execute("PRAGMA journal_size_limit=33554432")
         conn.execute("PRAGMA cache_size=-32768")
+        # Checkpoints run in a thread of their own (sqlite_writer.Checkpointer), not in commits.
+        conn.execute("PRAGMA wal_autocheckpoint=0")
     except BaseException:
         conn.close()
         raise
