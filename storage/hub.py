@@ -128,6 +128,7 @@ class Watcher:
         self._hub.forget(self)
         self._queue.clear()
         self._backlog.clear()
+        self._replay = None  # its generator is finalised (and leaves the feed) with it
         self._wake()
 
     def offer(self, event: Event) -> bool:

@@ -189,6 +189,7 @@ class SqliteStorage:
         )
 
     async def _read_in_thread(self, read: Callable[[sqlite3.Connection], T]) -> T:
+        self._check_open()  # also for followers of events_since that outlive the store
         try:
             return await asyncio.wrap_future(self._readers.submit(read))
         except sqlite3.Error as err:
