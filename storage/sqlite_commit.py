@@ -124,10 +124,11 @@ class Committer:
                 raise
         except Exception as err:  # every waiting writer must hear of it, or it would hang
             self._revision, self._compacted = start_revision, start_compacted
-            failure: BaseException = (
+            failures: list[Result] = [
                 sqlite_reads.unavailable(err) if isinstance(err, sqlite3.Error) else err
-            )
-            return Outcome(jobs, [failure] * len(jobs), [], start_revision, start_compacted)
+                for _ in jobs
+            ]
+            return Outcome(jobs, failures, [], start_revision, start_compacted)
         return Outcome(jobs, results, batch.events, self._revision, self._compacted)
 
     def _load(self, jobs: list[Job]) -> _Batch:
