@@ -49,6 +49,19 @@ def raw_insert_rate(path: Path, prefix: str, count: int) -> float:
     return count / elapsed
 
 
+def raw_commit_rate(path: Path, prefix: str, count: int) -> float:
+    """Rows/s with one transaction per row: what one writer could reach, without any store."""
+    conn = raw_connection(path)
+    start = time.perf_counter()
+    for i in range(count):
+        conn.execute("BEGIN IMMEDIATE")
+        conn.execute("INSERT INTO kv(key, value) VALUES (?, ?)", (f"{prefix}{i:08d}", VALUE))
+        conn.execute("COMMIT")
+    elapsed = time.perf_counter() - start
+    conn.close()
+    return count / elapsed
+
+
 def raw_point_read_rate(path: Path, keys: list[str]) -> float:
     conn = raw_connection(path)
     start = time.perf_counter()
@@ -99,7 +112,10 @@ async def writes(store: sqlite.SqliteStorage, raw_path: Path, count: int) -> Non
         for i in range(count):
             await store.create(f"{PREFIX}single/{i:08d}", VALUE)
 
-    report("one writer, create 1 KiB", count / await seconds(one_writer), raw)
+    single = count / await seconds(one_writer)
+    report("one writer, create 1 KiB", single, raw)
+    raw_single = raw_commit_rate(raw_path, f"{PREFIX}raw-single/", count)
+    report("  the same vs one sqlite3 commit per row", single, raw_single)
     total = count * 4
     elapsed = await seconds(lambda: concurrent_creates(store, f"{PREFIX}group/", total))
     report(f"{CONCURRENCY} writers, create 1 KiB", total / elapsed, raw)
