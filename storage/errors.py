@@ -1,5 +1,8 @@
 """Errors of the store, in storage terms; the registry maps them to Kubernetes Status once."""
 
+# The names read as outcomes (KeyExists, Conflict), like kine's and etcd's, not as "...Error".
+# ruff: noqa: N818
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -64,3 +67,11 @@ class FutureRevision(StorageError):
 
 class StoreUnavailable(StorageError):
     """The store cannot be opened or used (corrupt file, locked, unreachable)."""
+
+
+class WatcherClosed(StorageError):
+    """The hub cut the watcher off (it fell behind, or the hub stopped); the client re-lists."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason

@@ -1,0 +1,219 @@
+"""What is particular to the SQLite backend: the file, restarts, compaction in the background."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from storage import errors, sqlite, sqlite_file
+from storage.types import Event
+
+K = "/registry/core/secrets/root/default/"
+ROOT = Path(__file__).resolve().parents[2]
+
+
+async def test_a_reopened_store_has_its_items_and_revisions(tmp_path: Path) -> None:
+    path = tmp_path / "store.db"
+    async with await sqlite.SqliteStorage.open(path) as store:
+        a = await store.create(K + "a", b"one")
+        b = await store.create(K + "b", b"two")
+        await store.delete(K + "a")
+        await store.compact(2)
+    async with await sqlite.SqliteStorage.open(path) as store:
+        assert await store.current_revision() == 3
+        assert await store.compacted_revision() == 2
+        assert await store.get(K + "a") is None
+        assert await store.get(K + "b") == b
+        assert (await store.range(K, at_revision=2)).items == [a, b]
+
+
+async def test_revisions_are_not_reused_after_everything_was_compacted(tmp_path: Path) -> None:
+    path = tmp_path / "store.db"
+    async with await sqlite.SqliteStorage.open(path) as store:
+        for n in range(5):
+            await store.create(f"{K}{n}", b"x")
+        await store.delete_prefix(K)
+        await store.compact(await store.current_revision())
+    async with await sqlite.SqliteStorage.open(path) as store:
+        assert await store.current_revision() == 10
+        assert (await store.create(K + "again", b"x")).mod_rev == 11
+
+
+async def test_a_corrupt_file_is_refused_with_a_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "store.db"
+    path.write_bytes(os.urandom(8192))
+    with pytest.raises(errors.StoreUnavailable, match="not a usable SQLite database"):
+        await sqlite.SqliteStorage.open(path)
+
+
+async def test_a_database_of_another_application_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "other.db"
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE users(name TEXT)")
+    conn.close()
+    with pytest.raises(errors.StoreUnavailable, match="another application"):
+        await sqlite.SqliteStorage.open(path)
+
+
+async def test_a_store_of_a_newer_schema_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "store.db"
+    async with await sqlite.SqliteStorage.open(path):
+        pass
+    conn = sqlite3.connect(path)
+    conn.execute(f"PRAGMA user_version={sqlite_file.SCHEMA_VERSION + 1}")
+    conn.close()
+    with pytest.raises(errors.StoreUnavailable, match="newer"):
+        await sqlite.SqliteStorage.open(path)
+
+
+async def test_a_missing_directory_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(errors.StoreUnavailable, match="is missing"):
+        await sqlite.SqliteStorage.open(tmp_path / "nowhere" / "store.db")
+
+
+def test_a_store_in_use_by_another_process_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "store.db"
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import asyncio, sys\n"
+            "from storage import sqlite\n"
+            "async def main():\n"
+            "    async with await sqlite.SqliteStorage.open(sys.argv[1]):\n"
+            "        print('ready', flush=True)\n"
+            "        sys.stdin.read()\n"
+            "asyncio.run(main())\n",
+            str(path),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert holder.stdout is not None
+    assert holder.stdin is not None
+    try:
+        assert holder.stdout.readline() == "ready\n"
+        with pytest.raises(
+            errors.StoreUnavailable, match=f"in use by another process .pid {holder.pid}"
+        ):
+            asyncio.run(sqlite.SqliteStorage.open(path))
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=10)
+        holder.stdout.close()
+    assert holder.returncode == 0
+
+    async def reopen() -> None:
+        async with await sqlite.SqliteStorage.open(path) as store:
+            assert await store.current_revision() == 0
+
+    asyncio.run(reopen())  # the lock went with the process
+
+
+async def test_a_database_locked_by_another_program_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "store.db"
+    other = sqlite3.connect(path, isolation_level=None)
+    other.execute("CREATE TABLE IF NOT EXISTS t(x)")
+    other.execute("BEGIN EXCLUSIVE")
+    try:
+        with pytest.raises(errors.StoreUnavailable, match="locked"):
+            await sqlite.SqliteStorage.open(path, busy_timeout=0.1)
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+
+
+async def test_a_closed_store_refuses_operations(tmp_path: Path) -> None:
+    store = await sqlite.SqliteStorage.open(tmp_path / "store.db")
+    await store.close()
+    await store.close()  # closing twice is harmless
+    with pytest.raises(errors.StoreUnavailable, match="closed"):
+        await store.create(K + "a", b"x")
+    with pytest.raises(errors.StoreUnavailable, match="closed"):
+        await store.get(K + "a")
+
+
+async def test_the_background_compactor_keeps_the_retention_window(tmp_path: Path) -> None:
+    async with await sqlite.SqliteStorage.open(
+        tmp_path / "store.db", retention_seconds=0, retention_revisions=5, compact_interval=0.01
+    ) as store:
+        for n in range(20):
+            await store.create(f"{K}{n}", b"x")
+        async with asyncio.timeout(5):
+            while await store.compacted_revision() < 15:
+                await asyncio.sleep(0.01)
+        assert await store.compacted_revision() == 15
+        with pytest.raises(errors.Compacted):
+            await anext(store.events_since(14))
+
+
+async def test_the_background_compactor_keeps_recent_events(tmp_path: Path) -> None:
+    async with await sqlite.SqliteStorage.open(
+        tmp_path / "store.db", retention_seconds=60, retention_revisions=0, compact_interval=0.01
+    ) as store:
+        for n in range(20):
+            await store.create(f"{K}{n}", b"x")
+        await asyncio.sleep(0.1)
+        assert await store.compacted_revision() == 0
+
+
+async def test_a_follower_that_falls_behind_catches_up_from_the_log(tmp_path: Path) -> None:
+    async with await sqlite.SqliteStorage.open(tmp_path / "store.db", follower_buffer=4) as store:
+        events = store.events_since(0)
+        await store.create(K + "first", b"x")
+        assert (await anext(events)).revision == 1
+        # Many batches while the follower does not read: its buffer overflows.
+        for n in range(30):
+            await store.create(f"{K}{n:02d}", b"x")
+        seen: list[Event] = []
+        async with asyncio.timeout(5):
+            while len(seen) < 30:
+                seen.append(await anext(events))
+        assert [e.revision for e in seen] == list(range(2, 32))
+
+
+async def test_large_ranges_read_in_threads_agree_with_small_ones(tmp_path: Path) -> None:
+    async with await sqlite.SqliteStorage.open(tmp_path / "store.db") as store:
+        count = sqlite.SYNC_RANGE_LIMIT + 100
+        for start in range(0, count, 100):
+            await asyncio.gather(
+                *(store.create(f"{K}{n:05d}", b"%d" % n) for n in range(start, start + 100))
+            )
+        everything = await store.range(K)
+        assert len(everything.items) == count
+        big_page = await store.range(K, limit=count - 1)
+        assert big_page.items == everything.items[:-1]
+        assert big_page.more
+        small_pages = []
+        start_after = None
+        while True:
+            page = await store.range(K, limit=100, start_after=start_after)
+            small_pages.extend(page.items)
+            if not page.more:
+                break
+            start_after = page.items[-1].key
+        assert small_pages == everything.items
+
+
+async def test_a_write_batch_that_fails_to_commit_fails_every_writer(tmp_path: Path) -> None:
+    path = tmp_path / "store.db"
+    async with await sqlite.SqliteStorage.open(path) as store:
+        await store.create(K + "a", b"x")
+        # Another program corrupts the schema under the store; the next commit cannot succeed.
+        saboteur = sqlite3.connect(path, isolation_level=None)
+        saboteur.execute("DROP TABLE events")
+        saboteur.close()
+        results = await asyncio.gather(
+            store.create(K + "b", b"x"), store.create(K + "c", b"x"), return_exceptions=True
+        )
+        assert all(isinstance(r, errors.StoreUnavailable) for r in results)
+        assert await store.current_revision() == 1
