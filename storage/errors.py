@@ -1,7 +1,6 @@
 """Errors of the store, in storage terms; the registry maps them to Kubernetes Status once."""
 
 # The names read as outcomes (KeyExists, Conflict), like kine's and etcd's, not as "...Error".
-# ruff: noqa: N818
 
 from __future__ import annotations
 
