@@ -43,20 +43,25 @@ def encode_for_storage(obj: dict[str, Any]) -> bytes:
 
 def decorate(value: bytes, *, cluster: str, revision: int) -> bytes:
     """The client view of a stored value: resourceVersion and the cluster annotation added."""
+    return b"".join(decorated_parts(value, cluster=cluster, revision=revision))
+
+
+def decorated_parts(value: bytes, *, cluster: str, revision: int) -> list[bytes | memoryview]:
+    """`decorate` as pieces to join, so a list response copies each stored value only once."""
     if not value.startswith(_META_OPEN):
         # Not written by encode_for_storage; take the slow, always-correct path.
-        return orjson.dumps(decode(value, cluster=cluster, revision=revision))
-    rest = value[len(_META_OPEN) :]
+        return [orjson.dumps(decode(value, cluster=cluster, revision=revision))]
+    rest = memoryview(value)[len(_META_OPEN) :]
     # Revision 0 is an object that was never stored (dry run): it has no resourceVersion.
     rv = b'"resourceVersion":"%d",' % revision if revision else b""
     cluster_entry = b'"' + CLUSTER_ANNOTATION.encode() + b'":"' + cluster.encode() + b'"'
-    if rest.startswith(_ANNOTATIONS_OPEN):
-        body = rest[len(_ANNOTATIONS_OPEN) :]
-        sep = b"" if body.startswith(b"}") else b","
-        return _META_OPEN + rv + _ANNOTATIONS_OPEN + cluster_entry + sep + body
-    if rest.startswith(b"}"):
-        return _META_OPEN + rv + b'"annotations":{' + cluster_entry + b"}" + rest
-    return _META_OPEN + rv + b'"annotations":{' + cluster_entry + b"}," + rest
+    if value.startswith(_ANNOTATIONS_OPEN, len(_META_OPEN)):
+        body_at = len(_META_OPEN) + len(_ANNOTATIONS_OPEN)
+        sep = b"" if value.startswith(b"}", body_at) else b","
+        return [_META_OPEN, rv, _ANNOTATIONS_OPEN, cluster_entry, sep, memoryview(value)[body_at:]]
+    if value.startswith(b"}", len(_META_OPEN)):
+        return [_META_OPEN, rv, b'"annotations":{', cluster_entry, b"}", rest]
+    return [_META_OPEN, rv, b'"annotations":{', cluster_entry, b"},", rest]
 
 
 def decode(value: bytes, *, cluster: str, revision: int) -> dict[str, Any]:

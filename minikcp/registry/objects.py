@@ -19,7 +19,7 @@ class StoredObject:
     by every watcher of an event, so nobody may mutate `view()`; `copy()` gives a private dict.
     """
 
-    __slots__ = ("_json", "_view", "cluster", "revision", "value")
+    __slots__ = ("_json", "_stored", "_view", "cluster", "revision", "value")
 
     def __init__(self, value: bytes, *, cluster: str, revision: int) -> None:
         self.value = value
@@ -27,6 +27,7 @@ class StoredObject:
         self.revision = revision
         self._json: bytes | None = None
         self._view: dict[str, Any] | None = None
+        self._stored: dict[str, Any] | None = None
 
     @classmethod
     def from_dict(cls, obj: dict[str, Any], *, cluster: str, revision: int) -> StoredObject:
@@ -37,11 +38,28 @@ class StoredObject:
             self._json = codec.decorate(self.value, cluster=self.cluster, revision=self.revision)
         return self._json
 
+    def json_parts(self) -> list[bytes | memoryview]:
+        """The client view as pieces to join (see codec.decorated_parts)."""
+        if self._json is not None:
+            return [self._json]
+        return codec.decorated_parts(self.value, cluster=self.cluster, revision=self.revision)
+
     def view(self) -> dict[str, Any]:
         """The decoded client view; shared, read-only by convention."""
         if self._view is None:
             self._view = codec.decode(self.value, cluster=self.cluster, revision=self.revision)
         return self._view
+
+    def stored_view(self) -> dict[str, Any]:
+        """The object as stored, without resourceVersion or cluster annotation.
+
+        Enough for matching labels and fields and cheaper than `view()`; shared, read-only.
+        """
+        if self._view is not None:
+            return self._view
+        if self._stored is None:
+            self._stored = orjson.loads(self.value)
+        return self._stored
 
     def copy(self) -> dict[str, Any]:
         """A private, mutable client view."""

@@ -7,6 +7,7 @@ Per-kind behaviour comes from the kind's strategy; storage errors become Status 
 from __future__ import annotations
 
 import datetime
+import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -14,7 +15,7 @@ from typing import Any
 
 from minikcp.apis import catalog, definitions, validation
 from minikcp.machinery import errors, list_options, names, server_side_apply
-from minikcp.registry import codec, keys
+from minikcp.registry import codec, keys, label_prefilter
 from minikcp.registry import storage_errors as interpreted
 from minikcp.registry.objects import RequestContext, StoredObject, WriteOptions
 from minikcp.registry.strategy import Strategy
@@ -28,8 +29,17 @@ _SYSTEM_METADATA = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGr
 NamespaceCheck = Callable[[RequestContext, str], Awaitable[None]]
 
 
+_clock: tuple[int, str] = (0, "")
+
+
 def now_rfc3339() -> str:
-    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    """The current time as Kubernetes writes timestamps (whole seconds, UTC); cached per second."""
+    global _clock
+    second = int(time.time())
+    if _clock[0] != second:
+        stamp = datetime.datetime.fromtimestamp(second, datetime.UTC)
+        _clock = (second, stamp.strftime("%Y-%m-%dT%H:%M:%SZ"))
+    return _clock[1]
 
 
 @dataclass(slots=True)
@@ -104,6 +114,7 @@ class ResourceStore:
                 if rv > current:
                     raise errors.too_large_resource_version(rv, current)
         filtered = not (opts.label_selector.empty and opts.field_selector.empty)
+        prefilter = label_prefilter.for_selector(opts.label_selector) if filtered else None
         items: list[StoredObject] = []
         revision = 0
         more = False
@@ -121,8 +132,12 @@ class ResourceStore:
             revision = page.revision
             at_revision = page.revision
             for item in page.items:
+                if prefilter is not None and not prefilter.may_match(item.value):
+                    continue
                 obj = StoredObject(
-                    item.value, cluster=keys.cluster_of(self.rt, item.key), revision=item.mod_rev
+                    item.value,
+                    cluster=cluster or keys.cluster_of(self.rt, item.key),
+                    revision=item.mod_rev,
                 )
                 if not filtered or self.matches(obj, opts):
                     items.append(obj)
@@ -148,7 +163,7 @@ class ResourceStore:
         return errors.expired(f"too old resource version: {exc.requested} ({exc.compacted})")
 
     def matches(self, obj: StoredObject, opts: list_options.ListOptions) -> bool:
-        view = obj.view()
+        view = obj.stored_view()
         if not opts.label_selector.empty:
             labels = view.get("metadata", {}).get("labels") or {}
             if not opts.label_selector.matches(labels):

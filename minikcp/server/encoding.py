@@ -112,7 +112,13 @@ def list_bytes(
         rt.api_version.encode(),
         orjson.dumps(meta),
     )
-    return head + b",".join(item.to_json() for item in items) + b"]}"
+    parts: list[bytes | memoryview] = [head]
+    for i, item in enumerate(items):
+        if i:
+            parts.append(b",")
+        parts.extend(item.json_parts())
+    parts.append(b"]}")
+    return b"".join(parts)
 
 
 def table_bytes(
