@@ -128,8 +128,11 @@ class ServerProcess:
         return self.log_path.read_text(errors="replace")
 
 
-def start_server(workdir: Path, *, extra_args: tuple[str, ...] = ()) -> ServerProcess:
-    root = workdir / f"minikcp-{uuid.uuid4().hex[:8]}"
+def start_server(
+    workdir: Path, *, root: Path | None = None, extra_args: tuple[str, ...] = ()
+) -> ServerProcess:
+    """Start `minikcp start` on a free port (in `root`, default a new folder under workdir)."""
+    root = root or workdir / f"minikcp-{uuid.uuid4().hex[:8]}"
     home = workdir / f"home-{uuid.uuid4().hex[:8]}"
     home.mkdir(parents=True)
     port = free_port()
