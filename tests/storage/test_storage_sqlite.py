@@ -45,6 +45,14 @@ async def test_revisions_are_not_reused_after_everything_was_compacted(tmp_path:
         assert (await store.create(K + "again", b"x")).mod_rev == 11
 
 
+async def test_delete_prefix_takes_one_revision_per_key(tmp_path: Path) -> None:
+    async with await sqlite.SqliteStorage.open(tmp_path / "store.db") as store:
+        for name in ("b", "a", "c/d"):
+            await store.create(K + name, name.encode())
+        deleted = await store.delete_prefix(K)
+        assert [(i.key, i.mod_rev) for i in deleted] == [(K + "a", 4), (K + "b", 5), (K + "c/d", 6)]
+
+
 async def test_a_corrupt_file_is_refused_with_a_clear_error(tmp_path: Path) -> None:
     path = tmp_path / "store.db"
     path.write_bytes(os.urandom(8192))
