@@ -33,6 +33,14 @@ async def test_a_reopened_store_has_its_items_and_revisions(tmp_path: Path) -> N
         assert (await store.range(K, at_revision=2)).items == [a, b]
 
 
+async def test_full_durability_commits_the_same_way(tmp_path: Path) -> None:
+    path = tmp_path / "store.db"
+    async with await sqlite.SqliteStorage.open(path, synchronous="FULL") as store:
+        items = await asyncio.gather(*(store.create(f"{K}{n}", b"x") for n in range(20)))
+    async with await sqlite.SqliteStorage.open(path) as store:
+        assert (await store.range(K)).items == sorted(items, key=lambda item: item.key)
+
+
 async def test_revisions_are_not_reused_after_everything_was_compacted(tmp_path: Path) -> None:
     path = tmp_path / "store.db"
     async with await sqlite.SqliteStorage.open(path) as store:
