@@ -26,6 +26,7 @@ VALUE = os.urandom(512).hex().encode()  # 1 KiB, incompressible like real object
 RANGE_KEYS = 10_000
 PREFIX = "/registry/bench/"
 CONCURRENCY = 32
+ROUNDS = 3  # the machine may be shared: keep the best of a few rounds of each
 
 
 def raw_connection(path: Path) -> sqlite3.Connection:
@@ -106,24 +107,30 @@ async def concurrent_creates(store: sqlite.SqliteStorage, prefix: str, total: in
 
 
 async def writes(store: sqlite.SqliteStorage, raw_path: Path, count: int) -> None:
-    raw = raw_insert_rate(raw_path, f"{PREFIX}raw/", count * 4)
-
-    async def one_writer() -> None:
-        for i in range(count):
-            await store.create(f"{PREFIX}single/{i:08d}", VALUE)
-
-    single = count / await seconds(one_writer)
-    report("one writer, create 1 KiB", single, raw)
-    raw_single = raw_commit_rate(raw_path, f"{PREFIX}raw-single/", count)
-    report("  the same vs one sqlite3 commit per row", single, raw_single)
+    """Write rates; each figure is the best of ROUNDS, raw and store measured in turn."""
+    raw = raw_single = single = group = 0.0
     total = count * 4
-    elapsed = await seconds(lambda: concurrent_creates(store, f"{PREFIX}group/", total))
-    report(f"{CONCURRENCY} writers, create 1 KiB", total / elapsed, raw)
+    for round_number in range(ROUNDS):
+        tag = f"{round_number}/"
+        raw = max(raw, raw_insert_rate(raw_path, f"{PREFIX}raw/{tag}", total))
+
+        async def one_writer(tag: str = tag) -> None:
+            for i in range(count):
+                await store.create(f"{PREFIX}single/{tag}{i:08d}", VALUE)
+
+        single = max(single, count / await seconds(one_writer))
+        raw_single = max(raw_single, raw_commit_rate(raw_path, f"{PREFIX}one/{tag}", count))
+        start = time.perf_counter()
+        await concurrent_creates(store, f"{PREFIX}group/{tag}", total)
+        group = max(group, total / (time.perf_counter() - start))
+    report("one writer, create 1 KiB", single, raw)
+    report("  the same vs one sqlite3 commit per row", single, raw_single)
+    report(f"{CONCURRENCY} writers, create 1 KiB", group, raw)
 
     async def updaters() -> None:
         async def update(first: int) -> None:
             for i in range(first, total, CONCURRENCY):
-                key = f"{PREFIX}group/{i:08d}"
+                key = f"{PREFIX}group/0/{i:08d}"
                 item = await store.get(key)
                 assert item is not None
                 await store.update(key, VALUE, expected_mod_rev=item.mod_rev)
@@ -132,7 +139,7 @@ async def writes(store: sqlite.SqliteStorage, raw_path: Path, count: int) -> Non
 
     report(f"{CONCURRENCY} writers, get + CAS update", total / await seconds(updaters), raw)
 
-    keys = [f"{PREFIX}group/{random.randrange(total):08d}" for _ in range(50_000)]
+    keys = [f"{PREFIX}group/0/{random.randrange(total):08d}" for _ in range(50_000)]
     raw_reads = raw_point_read_rate(raw_path, [k.replace("group/", "raw/") for k in keys])
 
     async def point_reads() -> None:
@@ -210,7 +217,7 @@ async def measure(directory: Path, writes_count: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--uvloop", action="store_true", help="run on uvloop")
-    parser.add_argument("--writes", type=int, default=5_000, help="sequential creates")
+    parser.add_argument("--writes", type=int, default=3_000, help="sequential creates per round")
     args = parser.parse_args()
     print(
         f"Python {sys.version.split()[0]}, SQLite {sqlite3.sqlite_version}, {os.cpu_count()} cpus"

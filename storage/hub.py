@@ -8,8 +8,8 @@ others or grow memory. Watchers are indexed by the part of their prefix up to it
 event costs one dict lookup per "/" in its key, not one check per watcher.
 
 A watch from revision R delivers exactly the events after R, in order: from the ring when it
-still holds them, else from the store's log until the hub's revision at the moment of the watch,
-then from its live queue. Older revisions raise Compacted.
+still holds them; else from the store's log up to the oldest revision the ring holds entirely,
+then from a copy of the ring, then from its live queue. Older revisions raise Compacted.
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ class Watcher:
         queue_size: int,
         backlog: list[Event],
         replay: AsyncIterator[Event] | None,
-        switch_at: int,
+        replay_until: int,
     ) -> None:
         self.prefix = prefix
         self._hub = hub
@@ -59,8 +59,8 @@ class Watcher:
         self._queue_size = queue_size
         self._queue: collections.deque[Event] = collections.deque()
         self._backlog = collections.deque(backlog)
-        self._replay = replay  # the store's log, read until revision switch_at
-        self._switch_at = switch_at
+        self._replay = replay  # the store's log, read up to revision replay_until
+        self._replay_until = replay_until
         self._closed = False
         self._cut_reason: str | None = None
         self._waiter: asyncio.Future[None] | None = None
@@ -111,11 +111,12 @@ class Watcher:
             await self._end_replay()
             self.close()
             raise
-        if self._closed or event.revision > self._switch_at:
-            await self._end_replay()  # the hub has this one in the live queue
-            return None
-        if event.revision == self._switch_at:
+        if self._closed or event.revision > self._replay_until:
+            # The copy of the ring has this one. (Ending at the first event past replay_until,
+            # not at replay_until itself, lets a revision that carries several events, as an
+            # etcd transaction does, arrive whole.)
             await self._end_replay()
+            return None
         return event if event.key.startswith(self.prefix) else None
 
     async def _end_replay(self) -> None:
@@ -196,26 +197,24 @@ class WatchHub:
         prefix = keys.check_prefix(prefix)
         after = keys.check_revision(after, what="after")
         size = self._queue_size if queue_size is None else queue_size
-        backlog: list[Event] = []
         replay: AsyncIterator[Event] | None = None
         if after >= self._revision:
-            floor = after
+            backlog: list[Event] = []
         elif after >= self._ring_floor:
             backlog = self._from_ring(prefix, after)
-            floor = self._revision
         elif after < self._compacted:
             raise errors.Compacted(after, self._compacted)
         else:
             replay = self._store.events_since(after)
-            floor = self._revision
+            backlog = self._from_ring(prefix, self._ring_floor)
         watcher = Watcher(
             self,
             prefix,
-            floor=floor,
+            floor=max(after, self._revision),
             queue_size=size,
             backlog=backlog,
             replay=replay,
-            switch_at=self._revision,
+            replay_until=self._ring_floor,
         )
         if self._stopped is not None:
             watcher.cut_off(self._stopped)

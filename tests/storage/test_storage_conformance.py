@@ -268,18 +268,20 @@ async def test_range_at_a_future_revision_fails(store: interface.Storage) -> Non
 # delete_prefix
 
 
-async def test_delete_prefix_removes_every_key_under_it_one_revision_each(
-    store: interface.Storage,
-) -> None:
+async def test_delete_prefix_removes_every_key_under_it(store: interface.Storage) -> None:
     await fill(store, ["b", "a", "c/d"])
     other = await store.create("/registry/core/configmaps/root/defaults", b"keep")
     before = await store.current_revision()
     deleted = await store.delete_prefix(K)
-    assert [(i.key, i.value, i.mod_rev) for i in deleted] == [
-        (K + "a", b"a", before + 1),
-        (K + "b", b"b", before + 2),
-        (K + "c/d", b"c/d", before + 3),
+    assert [(i.key, i.value) for i in deleted] == [
+        (K + "a", b"a"),
+        (K + "b", b"b"),
+        (K + "c/d", b"c/d"),
     ]
+    revisions = [i.mod_rev for i in deleted]
+    assert revisions == sorted(revisions)
+    assert revisions[0] > before
+    assert await store.current_revision() == revisions[-1]
     assert (await store.range(K)).items == []
     assert await store.get(other.key) == other
     events = await take(store.events_since(before), 3)
@@ -359,9 +361,10 @@ async def test_concurrent_writers_get_distinct_increasing_revisions(
 
 
 async def test_events_since_replays_then_follows_live(store: interface.Storage) -> None:
+    before = await store.current_revision()
     a = await store.create(K + "a", b"one")
     a2 = await store.update(K + "a", b"two", expected_mod_rev=a.mod_rev)
-    events = store.events_since(0)
+    events = store.events_since(before)
     first = await take(events, 2)
     assert first == [
         Event(EventType.PUT, K + "a", a.mod_rev, b"one", a.create_rev, None, 0),

@@ -33,6 +33,14 @@ async def test_a_reopened_store_has_its_items_and_revisions(tmp_path: Path) -> N
         assert (await store.range(K, at_revision=2)).items == [a, b]
 
 
+async def test_full_durability_commits_the_same_way(tmp_path: Path) -> None:
+    path = tmp_path / "store.db"
+    async with await sqlite.SqliteStorage.open(path, synchronous="FULL") as store:
+        items = await asyncio.gather(*(store.create(f"{K}{n}", b"x") for n in range(20)))
+    async with await sqlite.SqliteStorage.open(path) as store:
+        assert (await store.range(K)).items == sorted(items, key=lambda item: item.key)
+
+
 async def test_revisions_are_not_reused_after_everything_was_compacted(tmp_path: Path) -> None:
     path = tmp_path / "store.db"
     async with await sqlite.SqliteStorage.open(path) as store:
@@ -43,6 +51,14 @@ async def test_revisions_are_not_reused_after_everything_was_compacted(tmp_path:
     async with await sqlite.SqliteStorage.open(path) as store:
         assert await store.current_revision() == 10
         assert (await store.create(K + "again", b"x")).mod_rev == 11
+
+
+async def test_delete_prefix_takes_one_revision_per_key(tmp_path: Path) -> None:
+    async with await sqlite.SqliteStorage.open(tmp_path / "store.db") as store:
+        for name in ("b", "a", "c/d"):
+            await store.create(K + name, name.encode())
+        deleted = await store.delete_prefix(K)
+        assert [(i.key, i.mod_rev) for i in deleted] == [(K + "a", 4), (K + "b", 5), (K + "c/d", 6)]
 
 
 async def test_a_corrupt_file_is_refused_with_a_clear_error(tmp_path: Path) -> None:
