@@ -129,12 +129,23 @@ class ServerProcess:
 
 
 def start_server(
-    workdir: Path, *, root: Path | None = None, extra_args: tuple[str, ...] = ()
+    workdir: Path,
+    *,
+    root: Path | None = None,
+    extra_args: tuple[str, ...] = (),
+    credentials_from: Path | None = None,
 ) -> ServerProcess:
-    """Start `minikcp start` on a free port (in `root`, default a new folder under workdir)."""
+    """Start `minikcp start` on a free port (in `root`, default a new folder under workdir).
+
+    `credentials_from` copies another server's CA and credentials first (replicas share them).
+    """
     root = root or workdir / f"minikcp-{uuid.uuid4().hex[:8]}"
+    if credentials_from is not None:
+        root.mkdir(parents=True, exist_ok=True)
+        for name in ("ca.crt", "ca.key", "admin.crt", "admin.key", "admin-token"):
+            shutil.copy2(credentials_from / name, root / name)
     home = workdir / f"home-{uuid.uuid4().hex[:8]}"
-    home.mkdir(parents=True)
+    home.mkdir(parents=True, exist_ok=True)
     port = free_port()
     log_path = workdir / f"server-{port}.log"
     with log_path.open("wb") as log:

@@ -22,7 +22,9 @@ def _parser() -> argparse.ArgumentParser:
     start.add_argument("--bind-address", default="127.0.0.1")
     start.add_argument("--secure-port", default=6443, type=int)
     start.add_argument(
-        "--storage", default="", help="sqlite:///<path> (default: <root-dir>/data.db)"
+        "--storage",
+        default="",
+        help="sqlite:///<path> (default: <root-dir>/data.db) or etcd://<host>:<port>",
     )
     start.add_argument(
         "--compaction-interval",

@@ -20,9 +20,9 @@ from minikcp.machinery import users
 from minikcp.registry import registry
 from minikcp.server import app as server_app
 from storage import errors as storage_errors
+from storage import etcd, sqlite
 from storage import hub as storage_hub
 from storage import interface as storage_interface
-from storage import sqlite
 
 logger = logging.getLogger(__name__)
 
@@ -59,7 +59,17 @@ async def open_storage(options: ServeOptions) -> storage_interface.Storage:
             return opened
         except storage_errors.StoreUnavailable as exc:
             raise StartupError(str(exc)) from None
-    raise StartupError(f"unsupported storage URL {url!r}: use sqlite:///<path>")
+    if parsed.scheme == "etcd":
+        if not parsed.netloc:
+            raise StartupError(f"storage URL {url!r} names no etcd endpoint (etcd://host:port)")
+        try:
+            remote: storage_interface.Storage = await etcd.EtcdStorage.open(parsed.netloc)
+        except storage_errors.StoreUnavailable as exc:
+            raise StartupError(str(exc)) from None
+        return remote
+    raise StartupError(
+        f"unsupported storage URL {url!r}: use sqlite:///<path> or etcd://<host>:<port>"
+    )
 
 
 def _ssl_context(creds: pki.Credentials) -> ssl.SSLContext:

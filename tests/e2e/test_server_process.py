@@ -23,7 +23,10 @@ pytestmark = pytest.mark.e2e
 def _minikcp(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "minikcp.cli.main", *args],
-        capture_output=True, text=True, timeout=60, cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=cwd,
     )
 
 
@@ -33,8 +36,16 @@ def test_first_start_writes_credentials_and_kubeconfig(tmp_path: Path) -> None:
     ready_after = time.monotonic() - started
     try:
         assert ready_after < 10, f"not ready after {ready_after:.1f}s"
-        for name in ("ca.crt", "ca.key", "apiserver.crt", "apiserver.key", "admin.crt",
-                     "admin.key", "admin-token", "admin.kubeconfig"):
+        for name in (
+            "ca.crt",
+            "ca.key",
+            "apiserver.crt",
+            "apiserver.key",
+            "admin.crt",
+            "admin.key",
+            "admin-token",
+            "admin.kubeconfig",
+        ):
             mode = stat.S_IMODE((proc.root / name).stat().st_mode)
             assert mode == 0o600, f"{name} has mode {oct(mode)}"
         config = yaml.safe_load((proc.root / "admin.kubeconfig").read_text())
@@ -48,16 +59,26 @@ def test_first_start_writes_credentials_and_kubeconfig(tmp_path: Path) -> None:
         assert proc.stop() == 0
     # A second start reuses the credentials, and data survives.
     again = subprocess.Popen(
-        [sys.executable, "-m", "minikcp.cli.main", "start", "--root-dir", str(proc.root),
-         "--secure-port", str(proc.port)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        [
+            sys.executable,
+            "-m",
+            "minikcp.cli.main",
+            "start",
+            "--root-dir",
+            str(proc.root),
+            "--secure-port",
+            str(proc.port),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     try:
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
             try:
-                with urllib.request.urlopen(f"{proc.base_url}/readyz",
-                                            context=proc.ssl_context(), timeout=1):
+                with urllib.request.urlopen(
+                    f"{proc.base_url}/readyz", context=proc.ssl_context(), timeout=1
+                ):
                     break
             except OSError:
                 time.sleep(0.05)
@@ -67,11 +88,13 @@ def test_first_start_writes_credentials_and_kubeconfig(tmp_path: Path) -> None:
         assert again.wait(timeout=15) == 0
 
 
-def test_kubeconfig_command_targets_a_logical_cluster(server: server_process.ServerProcess,
-                                                      tmp_path: Path) -> None:
+def test_kubeconfig_command_targets_a_logical_cluster(
+    server: server_process.ServerProcess, tmp_path: Path
+) -> None:
     out = tmp_path / "team.kubeconfig"
-    result = _minikcp("kubeconfig", "--root-dir", str(server.root), "--cluster", "root:team",
-                      "-o", str(out))
+    result = _minikcp(
+        "kubeconfig", "--root-dir", str(server.root), "--cluster", "root:team", "-o", str(out)
+    )
     assert result.returncode == 0, result.stderr
     config = yaml.safe_load(out.read_text())
     assert config["current-context"] == "root:team"
@@ -81,9 +104,14 @@ def test_kubeconfig_command_targets_a_logical_cluster(server: server_process.Ser
     env_home.mkdir()
     created = subprocess.run(
         ["kubectl", "create", "configmap", "cfg", "--from-literal=a=b"],
-        capture_output=True, text=True, timeout=60,
-        env={"PATH": __import__("os").environ["PATH"], "HOME": str(env_home),
-             "KUBECONFIG": str(out)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={
+            "PATH": __import__("os").environ["PATH"],
+            "HOME": str(env_home),
+            "KUBECONFIG": str(out),
+        },
     )
     assert created.returncode == 0, created.stderr
     code, _, body = server.request(
@@ -100,17 +128,20 @@ def test_corrupt_database_is_a_clear_startup_error(tmp_path: Path) -> None:
     root = tmp_path / "state"
     root.mkdir()
     (root / "data.db").write_bytes(b"this is not a database" * 100)
-    result = _minikcp("start", "--root-dir", str(root), "--secure-port",
-                      str(server_process.free_port()))
+    result = _minikcp(
+        "start", "--root-dir", str(root), "--secure-port", str(server_process.free_port())
+    )
     assert result.returncode == 1
     assert result.stderr.startswith("minikcp: ")
     assert "Traceback" not in result.stderr + result.stdout
 
 
-def test_busy_port_is_a_clear_startup_error(server: server_process.ServerProcess,
-                                            tmp_path: Path) -> None:
-    result = _minikcp("start", "--root-dir", str(tmp_path / "other"), "--secure-port",
-                      str(server.port))
+def test_busy_port_is_a_clear_startup_error(
+    server: server_process.ServerProcess, tmp_path: Path
+) -> None:
+    result = _minikcp(
+        "start", "--root-dir", str(tmp_path / "other"), "--secure-port", str(server.port)
+    )
     assert result.returncode == 1
     assert "cannot listen" in result.stderr
     assert "Traceback" not in result.stderr + result.stdout
@@ -133,9 +164,12 @@ def test_sigterm_ends_open_watches_and_exits_cleanly(tmp_path: Path) -> None:
     thread = threading.Thread(target=watch)
     thread.start()
     time.sleep(0.5)
-    code, _, _ = proc.request("POST", "/api/v1/namespaces/default/configmaps",
-                              b'{"metadata":{"name":"before-stop"}}',
-                              headers={"Content-Type": "application/json"})
+    code, _, _ = proc.request(
+        "POST",
+        "/api/v1/namespaces/default/configmaps",
+        b'{"metadata":{"name":"before-stop"}}',
+        headers={"Content-Type": "application/json"},
+    )
     assert code == 201
     time.sleep(0.3)
     started = time.monotonic()
