@@ -104,6 +104,7 @@ async def serve(options: ServeOptions) -> None:
         async with asyncio.TaskGroup() as tasks:
             hub_task = tasks.create_task(hub.run(), name="watch-hub")
             reg = await registry.Registry.open(store, hub)
+            registry_task = tasks.create_task(reg.run(), name="registry")
             authenticator = authn.Authenticator(
                 tokens={
                     creds.admin_token: users.UserInfo(
@@ -119,6 +120,7 @@ async def serve(options: ServeOptions) -> None:
                 await site.start()
             except OSError as exc:
                 await runner.cleanup()
+                registry_task.cancel()
                 hub_task.cancel()
                 raise StartupError(
                     f"cannot listen on {host}:{options.secure_port}: {exc}"
@@ -135,6 +137,7 @@ async def serve(options: ServeOptions) -> None:
             ready.clear()
             # Stop accepting, end open watches and requests, then stop the hub.
             await runner.cleanup()
+            registry_task.cancel()
             hub_task.cancel()
     except* StartupError as group:
         raise group.exceptions[0] from None

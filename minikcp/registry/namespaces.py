@@ -7,6 +7,8 @@ removes its contents with one storage prefix deletion per resource type, then re
 
 from __future__ import annotations
 
+import asyncio
+import collections
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -17,8 +19,10 @@ from minikcp.registry import codec, keys
 from minikcp.registry import store as generic_store
 from minikcp.registry.objects import RequestContext, StoredObject, WriteOptions
 from storage import errors as storage_errors
+from storage import hub as storage_hub
 
 BUILTIN_NAMESPACES = ("default", "kube-node-lease", "kube-public", "kube-system")
+_ACTIVE_CACHE_SIZE = 65536
 _UID_NAMESPACE = uuid.UUID("6f1b5f0c-7d2e-4d55-9a43-6b1c1e0f5a10")
 # The revision virtual objects report: older than anything stored, so any watch covers them.
 VIRTUAL_REVISION = 1
@@ -37,6 +41,35 @@ class NamespaceStore(generic_store.ResourceStore):
         super().__init__(*args, **kwargs)
         self._bootstrap_time = bootstrap_time
         self._namespaced_types = namespaced_types
+        # (cluster, namespace) pairs known to accept new content, most recently used last.
+        self._active: collections.OrderedDict[tuple[str, str], None] = collections.OrderedDict()
+        self._epoch = 0
+
+    def _remember_active(self, key: tuple[str, str], epoch: int) -> None:
+        # Only if no namespace changed while we read: the change's event may already be past.
+        if epoch == self._epoch:
+            self._active[key] = None
+            if len(self._active) > _ACTIVE_CACHE_SIZE:
+                self._active.popitem(last=False)
+
+    async def run(self, hub: storage_hub.WatchHub) -> None:
+        """Forget cached namespace states as namespaces change; runs for the server's lifetime."""
+        prefix = keys.resource_prefix(self.rt)
+        while True:
+            watcher = hub.watch(prefix, after=hub.revision)
+            try:
+                async for event in watcher:
+                    self._epoch += 1
+                    key = keys.parse_key(self.rt, event.key)
+                    self._active.pop((key.cluster, key.name), None)
+            except storage_errors.WatcherClosed:
+                pass
+            finally:
+                watcher.close()
+            # Cut off or ended: nothing cached can be trusted any more.
+            self._epoch += 1
+            self._active.clear()
+            await asyncio.sleep(0.1)
 
     def virtual(self, cluster: str, name: str) -> StoredObject | None:
         if name not in BUILTIN_NAMESPACES:
@@ -63,30 +96,34 @@ class NamespaceStore(generic_store.ResourceStore):
 
     async def check_writable(self, ctx: RequestContext, namespace: str) -> None:
         """Admission for namespaced writes: the namespace exists and is not terminating."""
-        if namespace in BUILTIN_NAMESPACES:
-            ns = await super().find(ctx, "", namespace)
-            if ns is None:
-                return
-        else:
-            ns = await super().find(ctx, "", namespace)
+        cache_key = (ctx.cluster, namespace)
+        if cache_key in self._active:
+            self._active.move_to_end(cache_key)
+            return
+        epoch = self._epoch
+        ns = await super().find(ctx, "", namespace)
         if ns is None:
+            if namespace in BUILTIN_NAMESPACES:
+                self._remember_active(cache_key, epoch)
+                return
             raise errors.not_found("namespaces", namespace)
-        if ns.view().get("status", {}).get("phase") == "Terminating":
-            raise errors.StatusError(
-                403,
-                "Forbidden",
-                f"unable to create new content in namespace {namespace} because it is being "
-                "terminated",
-                name=namespace,
-                kind="namespaces",
-                causes=[
-                    errors.Cause(
-                        "NamespaceTerminating",
-                        f"namespace {namespace} is being terminated",
-                        "metadata.namespace",
-                    )
-                ],
-            )
+        if ns.view().get("status", {}).get("phase") != "Terminating":
+            self._remember_active(cache_key, epoch)
+            return
+        raise errors.StatusError(
+            403,
+            "Forbidden",
+            f"unable to create new content in namespace {namespace} because it is being terminated",
+            name=namespace,
+            kind="namespaces",
+            causes=[
+                errors.Cause(
+                    "NamespaceTerminating",
+                    f"namespace {namespace} is being terminated",
+                    "metadata.namespace",
+                )
+            ],
+        )
 
     async def list(
         self, ctx: RequestContext, namespace: str, opts: list_options.ListOptions
@@ -159,6 +196,9 @@ class NamespaceStore(generic_store.ResourceStore):
         current = await self.get(ctx, "", name)
         if opts.dry_run:
             return current, False
+        # Refuse new content here at once; other replicas learn it from the watch.
+        self._epoch += 1
+        self._active.pop((ctx.cluster, name), None)
         if current.view().get("status", {}).get("phase") != "Terminating":
 
             def terminating(obj: dict[str, Any] | None) -> dict[str, Any]:

@@ -65,6 +65,10 @@ class Registry:
             created = orjson.loads(item.value)["created"]
         return cls(storage, hub, bootstrap_time=created, **kwargs)  # type: ignore[arg-type]
 
+    async def run(self) -> None:
+        """The registry's own background work (cache invalidation); runs until cancelled."""
+        await self.namespaces.run(self.hub)
+
     def catalog_for(self, cluster: str) -> catalog.Catalog:
         """The kinds served in a logical cluster (built-ins; CRD-derived kinds come later)."""
         return self.catalog
