@@ -276,3 +276,29 @@ def test_watch_label_selector_transitions(server: ServerProcess, cluster: str) -
     assert time.monotonic() - started >= 1.5  # the stream ends at timeoutSeconds
     assert [e["type"] for e in events] == ["ADDED", "MODIFIED", "DELETED"]
     assert events[2]["object"]["metadata"]["labels"] == {"on": "yes"}
+
+
+def test_terminating_namespace_refuses_new_content(server: ServerProcess, cluster: str) -> None:
+    ns_path = f"/clusters/{cluster}/api/v1/namespaces"
+    body = b'{"metadata":{"name":"held","finalizers":["example.com/hold"]}}'
+    assert server.request("POST", ns_path, body, headers=JSON)[0] == 201
+    cm_path = f"{ns_path}/held/configmaps"
+    assert server.request("POST", cm_path, b'{"metadata":{"name":"a"}}', headers=JSON)[0] == 201
+    code, _, answer = server.request("DELETE", f"{ns_path}/held")
+    assert code == 200
+    assert orjson.loads(answer)["status"]["phase"] == "Terminating"
+    code, _, answer = server.request("GET", cm_path)
+    assert orjson.loads(answer)["items"] == []
+    code, _, answer = server.request("POST", cm_path, b'{"metadata":{"name":"b"}}', headers=JSON)
+    assert code == 403
+    status = _status(answer)
+    assert status["reason"] == "Forbidden"
+    assert "because it is being terminated" in str(status["message"])
+    code, _, _ = server.request(
+        "PATCH",
+        f"{ns_path}/held",
+        b'{"metadata":{"finalizers":null}}',
+        headers={"Content-Type": "application/merge-patch+json"},
+    )
+    assert code == 200
+    assert server.request("GET", f"{ns_path}/held")[0] == 404
