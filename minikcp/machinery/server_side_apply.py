@@ -229,13 +229,13 @@ def _ignored(subresource: str, reset_fields: Iterable[Iterable[str]] | None) -> 
 
 
 def _without_managed_fields(obj: Mapping[str, Any] | None) -> dict[str, Any]:
+    """A shallow view of obj without metadata.managedFields (callers only read it)."""
     if obj is None:
         return {}
-    out: dict[str, Any] = structured_merge.copy(obj)
-    meta = out.get("metadata")
-    if isinstance(meta, dict):
-        meta.pop("managedFields", None)
-    return out
+    meta = obj.get("metadata")
+    if isinstance(meta, Mapping) and "managedFields" in meta:
+        return {**obj, "metadata": {k: v for k, v in meta.items() if k != "managedFields"}}
+    return dict(obj)
 
 
 def _managed_fields_of(obj: Mapping[str, Any] | None) -> Any:
