@@ -67,8 +67,7 @@ def parse(method: str, path: str, *, watch_param: bool) -> RequestInfo:
     `watch_param` says whether the query carried watch=true or watch=1.
     """
     cluster, path = split_cluster(path)
-    raw_parts = [p for p in path.split("/") if p]
-    parts = tuple(unquote(p) for p in raw_parts)
+    parts = tuple(unquote(p) if "%" in p else p for p in path.split("/") if p)
     non_resource = RequestInfo(
         cluster=cluster, path=path, is_resource_request=False, verb=method.lower(), parts=parts
     )
