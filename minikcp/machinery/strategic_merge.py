@@ -17,6 +17,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import orjson
+
 from minikcp.machinery import strategic_merge_errors as smp_errors
 from minikcp.machinery import strategic_merge_lists as smp_lists
 from minikcp.machinery.schemas import SchemaNode
@@ -36,7 +38,7 @@ def apply_strategic_merge(
     The result shares nothing with the inputs. Raises StatusError as kube-apiserver answers the
     same patch (see strategic_merge_errors).
     """
-    working = _copy(dict(original))
+    working = _copy(original)
     try:
         return _merge_map(working, patch, schema)
     except _UndecodableError as exc:
@@ -60,12 +62,20 @@ class _UndecodableError(Exception):
         self.detail = detail
 
 
-def _copy(value: Any) -> Any:
-    """Deep copy of the live object (directive keys dropped, so none can survive a patch)."""
+def _copy(original: Mapping[str, Any]) -> dict[str, Any]:
+    """A deep copy of the live object to work on (a JSON round trip is the fastest deep copy)."""
+    try:
+        copied: dict[str, Any] = orjson.loads(orjson.dumps(original))
+    except TypeError:  # not plain JSON data (e.g. an int beyond 64 bits)
+        copied = _deep_copy(dict(original))
+    return copied
+
+
+def _deep_copy(value: Any) -> Any:
     if isinstance(value, dict):
-        return {k: _copy(v) for k, v in value.items() if not (k[:1] == "$" and is_directive_key(k))}
+        return {k: _deep_copy(v) for k, v in value.items()}
     if isinstance(value, list):
-        return [_copy(v) for v in value]
+        return [_deep_copy(v) for v in value]
     return value
 
 
