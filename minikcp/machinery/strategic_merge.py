@@ -10,6 +10,11 @@ Upstream decodes the merged map into the kind's Go type, which silently drops wh
 keys and nulls are left over; here that step is emulated where patch content lands in the result
 (directives stripped, nulls dropped from maps), and a map or list where the schema wants the other
 (or a scalar) fails as the typed decode would, with 422.
+
+Where upstream's result depends on Go itself, this picks one answer: patch keys are visited in
+the document's order (Go's map order is random; for small maps mostly a rotation of it); a null
+or empty live list under `$setElementOrder` counts as absent instead of failing; inputs on which
+Go panics (unhashable `$retainKeys` items, ...) get an error or a plain answer.
 """
 
 from __future__ import annotations
@@ -209,22 +214,19 @@ def _merge_map(
     if RETAIN_KEYS in patch:
         _retain_keys(original, patch)
     ordered = _apply_element_orders(original, patch, schema)
-    deletions: list[tuple[str, Any]] = []
+    # Upstream walks the keys in Go's map order, which for the small maps of a patch is mostly a
+    # rotation of the document's order; the document's order is the deterministic choice.
     for key, value in patch.items():
         if key in ordered:
             continue
         if key[:1] == "$":
             if key.startswith(DELETE_FROM_PRIMITIVE_LIST_PREFIX):
                 target = _directive_target(key, DELETE_FROM_PRIMITIVE_LIST_PREFIX)
-                deletions.append((target, value))
+                _merge_value(original, target, value, schema, delete_list=True)
                 continue
             if key == RETAIN_KEYS or key.startswith(SET_ELEMENT_ORDER_PREFIX):
                 continue
         _merge_value(original, key, value, schema, delete_list=False)
-    # Upstream visits keys in Go's random map order; deleting after merging is the order that
-    # `$setElementOrder` lists get anyway (they are merged before the loop).
-    for key, value in deletions:
-        _merge_value(original, key, value, schema, delete_list=True)
     return original
 
 
@@ -241,7 +243,8 @@ def _merge_value(
         original.pop(key, None)
         return
     current = original.get(key)
-    if key not in original or _container(current) != _container(value):
+    # Go compares the values' types exactly (int64 is not float64 is not string).
+    if key not in original or type(current) is not type(value):
         if not delete_list:
             fresh, keep = _fresh(value)
             if keep:
@@ -251,19 +254,15 @@ def _merge_value(
                 original.pop(key, None)
         return
     node = _field(schema, key)
-    if isinstance(current, dict):
+    if isinstance(current, dict) and isinstance(value, dict):
         if _strategy(node) == smp_lists.REPLACE:
             original[key] = _place(value, node)
         else:
             original[key] = _merge_map(current, value, node)
-    elif isinstance(current, list):
+    elif isinstance(current, list) and isinstance(value, list):
         original[key] = _merge_list_field(current, value, node, delete_list=delete_list).items
     else:
         original[key] = value  # upstream assigns even a same-typed scalar "deletion list"
-
-
-def _container(value: Any) -> type:
-    return dict if isinstance(value, dict) else list if isinstance(value, list) else object
 
 
 def _merge_list_field(
@@ -288,6 +287,8 @@ def _retain_keys(original: dict[str, Any], patch: Mapping[str, Any]) -> None:
     listed = patch[RETAIN_KEYS]
     if not isinstance(listed, list):
         raise smp_errors.bad_format(smp_errors.BAD_RETAIN_KEYS)
+    if any(isinstance(k, dict | list) for k in listed):
+        raise smp_errors.bad_format(smp_errors.BAD_RETAIN_KEYS)  # upstream panics hashing these
     retained = {k for k in listed if isinstance(k, str)}
     for key, value in patch.items():
         if (

@@ -113,12 +113,15 @@ def validate_order_list(patch_list: Sequence[Any], order: Sequence[Any], merge_k
         if isinstance(item, dict) and DIRECTIVE in item:
             patch_index += 1
             continue
+        wanted = order[order_index]
         if merge_key:
-            same = go_equal(
-                _require_key(item, merge_key), _require_key(order[order_index], merge_key)
-            )
+            # mergeKeyValueEqual checks that both are maps before looking for the key.
+            for checked in (item, wanted):
+                if not isinstance(checked, dict):
+                    raise smp_errors.bad_arg_type(smp_errors.MAP_TYPE, checked)
+            same = go_equal(_require_key(item, merge_key), _require_key(wanted, merge_key))
         else:
-            same = go_equal(item, order[order_index])
+            same = go_equal(item, wanted)
         if same:
             patch_index += 1
         order_index += 1
