@@ -303,6 +303,16 @@ DEPLOYMENT_CASES: list[tuple[str, dict[str, Any], dict[Path_, Any]]] = [
         },
     ),
     (
+        "merge keys compare as Go does: 80.0 is not port 80",
+        _in_template({"containers": [{"name": "nginx", "ports": [{"containerPort": 80.0}]}]}),
+        {
+            (*CONTAINERS, 0, "ports"): [
+                {"containerPort": 80.0},
+                {"containerPort": 80, "protocol": "TCP"},
+            ]
+        },
+    ),
+    (
         "volumeMounts merge by mountPath",
         _in_template(
             {
@@ -666,6 +676,15 @@ ERROR_CASES: list[tuple[str, dict[str, Any], SchemaNode, dict[str, Any], int, st
         WEB,
         DEPLOYMENT,
         {"spec": {"strategy": {"$retainKeys": ["rollingUpdate"], "type": "Recreate"}}},
+        400,
+        "BadRequest",
+        "invalid patch format of retainKeys",
+    ),
+    (
+        "$retainKeys listing maps",
+        WEB,
+        DEPLOYMENT,
+        {"spec": {"strategy": {"$retainKeys": [{"type": 1}], "type": "Recreate"}}},
         400,
         "BadRequest",
         "invalid patch format of retainKeys",
