@@ -10,12 +10,19 @@ Upstream decodes the merged map into the kind's Go type, which silently drops wh
 keys and nulls are left over; here that step is emulated where patch content lands in the result
 (directives stripped, nulls dropped from maps), and a map or list where the schema wants the other
 (or a scalar) fails as the typed decode would, with 422.
+
+Where upstream's result depends on Go itself, this picks one answer: patch keys are visited in
+the document's order (Go's map order is random; for small maps mostly a rotation of it); a null
+or empty live list under `$setElementOrder` counts as absent instead of failing; inputs on which
+Go panics (unhashable `$retainKeys` items, ...) get an error or a plain answer.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
+
+import orjson
 
 from minikcp.machinery import strategic_merge_errors as smp_errors
 from minikcp.machinery import strategic_merge_lists as smp_lists
@@ -36,7 +43,7 @@ def apply_strategic_merge(
     The result shares nothing with the inputs. Raises StatusError as kube-apiserver answers the
     same patch (see strategic_merge_errors).
     """
-    working = _copy(dict(original))
+    working = _copy(original)
     try:
         return _merge_map(working, patch, schema)
     except _UndecodableError as exc:
@@ -60,12 +67,20 @@ class _UndecodableError(Exception):
         self.detail = detail
 
 
-def _copy(value: Any) -> Any:
-    """Deep copy of the live object (directive keys dropped, so none can survive a patch)."""
+def _copy(original: Mapping[str, Any]) -> dict[str, Any]:
+    """A deep copy of the live object to work on (a JSON round trip is the fastest deep copy)."""
+    try:
+        copied: dict[str, Any] = orjson.loads(orjson.dumps(original))
+    except TypeError:  # not plain JSON data (e.g. an int beyond 64 bits)
+        copied = _deep_copy(dict(original))
+    return copied
+
+
+def _deep_copy(value: Any) -> Any:
     if isinstance(value, dict):
-        return {k: _copy(v) for k, v in value.items() if not (k[:1] == "$" and is_directive_key(k))}
+        return {k: _deep_copy(v) for k, v in value.items()}
     if isinstance(value, list):
-        return [_copy(v) for v in value]
+        return [_deep_copy(v) for v in value]
     return value
 
 
@@ -199,22 +214,19 @@ def _merge_map(
     if RETAIN_KEYS in patch:
         _retain_keys(original, patch)
     ordered = _apply_element_orders(original, patch, schema)
-    deletions: list[tuple[str, Any]] = []
+    # Upstream walks the keys in Go's map order, which for the small maps of a patch is mostly a
+    # rotation of the document's order; the document's order is the deterministic choice.
     for key, value in patch.items():
         if key in ordered:
             continue
         if key[:1] == "$":
             if key.startswith(DELETE_FROM_PRIMITIVE_LIST_PREFIX):
                 target = _directive_target(key, DELETE_FROM_PRIMITIVE_LIST_PREFIX)
-                deletions.append((target, value))
+                _merge_value(original, target, value, schema, delete_list=True)
                 continue
             if key == RETAIN_KEYS or key.startswith(SET_ELEMENT_ORDER_PREFIX):
                 continue
         _merge_value(original, key, value, schema, delete_list=False)
-    # Upstream visits keys in Go's random map order; deleting after merging is the order that
-    # `$setElementOrder` lists get anyway (they are merged before the loop).
-    for key, value in deletions:
-        _merge_value(original, key, value, schema, delete_list=True)
     return original
 
 
@@ -231,7 +243,8 @@ def _merge_value(
         original.pop(key, None)
         return
     current = original.get(key)
-    if key not in original or _container(current) != _container(value):
+    # Go compares the values' types exactly (int64 is not float64 is not string).
+    if key not in original or type(current) is not type(value):
         if not delete_list:
             fresh, keep = _fresh(value)
             if keep:
@@ -241,19 +254,15 @@ def _merge_value(
                 original.pop(key, None)
         return
     node = _field(schema, key)
-    if isinstance(current, dict):
+    if isinstance(current, dict) and isinstance(value, dict):
         if _strategy(node) == smp_lists.REPLACE:
             original[key] = _place(value, node)
         else:
             original[key] = _merge_map(current, value, node)
-    elif isinstance(current, list):
+    elif isinstance(current, list) and isinstance(value, list):
         original[key] = _merge_list_field(current, value, node, delete_list=delete_list).items
     else:
         original[key] = value  # upstream assigns even a same-typed scalar "deletion list"
-
-
-def _container(value: Any) -> type:
-    return dict if isinstance(value, dict) else list if isinstance(value, list) else object
 
 
 def _merge_list_field(
@@ -278,6 +287,8 @@ def _retain_keys(original: dict[str, Any], patch: Mapping[str, Any]) -> None:
     listed = patch[RETAIN_KEYS]
     if not isinstance(listed, list):
         raise smp_errors.bad_format(smp_errors.BAD_RETAIN_KEYS)
+    if any(isinstance(k, dict | list) for k in listed):
+        raise smp_errors.bad_format(smp_errors.BAD_RETAIN_KEYS)  # upstream panics hashing these
     retained = {k for k in listed if isinstance(k, str)}
     for key, value in patch.items():
         if (

@@ -155,7 +155,9 @@ def no_merge_key(item: Any, merge_key: str) -> errors.StatusError:
 
 
 def bad_arg_type(expected: str, actual: Any) -> errors.StatusError:
-    return unhandled(f"expected a {expected}, but received a {go_type(actual)}")
+    # `%s` of reflect.TypeOf(nil), a nil reflect.Type, is "%!s(<nil>)".
+    received = "%!s(<nil>)" if actual is None else go_type(actual)
+    return unhandled(f"expected a {expected}, but received a {received}")
 
 
 def unknown_patch_type(directive: Any, item: Any) -> errors.StatusError:

@@ -32,6 +32,8 @@ _MAP = "map"
 
 def _token(value: Any) -> Any:
     """A hashable stand-in that is equal exactly when Go's `==` on interface{} values is."""
+    if type(value) is str:
+        return value  # the common case; never equal to the tuples below
     if isinstance(value, dict | list):
         # Go panics comparing maps or slices; a structural key is the nearest sane answer.
         return ("structural", repr(value))
@@ -42,38 +44,40 @@ def go_equal(left: Any, right: Any) -> bool:
     return bool(_token(left) == _token(right))
 
 
-def _key_value(item: Any, merge_key: str) -> Any:
-    return item.get(merge_key) if isinstance(item, dict) else None
-
-
 def _item_token(item: Any, merge_key: str, kind: str | None) -> Any:
-    return _token(_key_value(item, merge_key) if kind == _MAP else item)
+    """What upstream's `index` compares: the merge key's value for maps, else the item."""
+    if kind == _MAP:
+        item = item.get(merge_key) if type(item) is dict else None
+    return item if type(item) is str else _token(item)
 
 
 def _positions(items: Sequence[Any], merge_key: str, kind: str | None) -> dict[Any, int]:
-    """First index of each item (by merge key value for maps): upstream's `index`, precomputed."""
+    """First index of each item: upstream's `index`, precomputed."""
     positions: dict[Any, int] = {}
     for i, item in enumerate(items):
-        positions.setdefault(_item_token(item, merge_key, kind), i)
+        token = _item_token(item, merge_key, kind)
+        if token not in positions:
+            positions[token] = i
     return positions
 
 
 def element_kind(*lists: Sequence[Any]) -> str | None:
     """The common element type of the lists (`sliceElementType`); None when all are empty."""
-    first: str | None = None
+    first: type | None = None  # type() tells JSON values apart exactly as Go's types do
+    sample: Any = None
     for values in lists:
         for value in values:
-            current = smp_errors.go_type(value)
             if first is None:
                 if isinstance(value, list):
                     raise smp_errors.lists_of_lists()
-                first = current
-            elif current != first:
+                first = type(value)
+                sample = value
+            elif type(value) is not first:
                 rendered = smp_errors.go_value([list(v) for v in lists])
                 raise smp_errors.unhandled(f"list element types are not identical: {rendered}")
     if first is None:
         return None
-    return _MAP if first == smp_errors.MAP_TYPE else first
+    return _MAP if first is dict else smp_errors.go_type(sample)
 
 
 def _require_key(item: Any, merge_key: str) -> Any:
@@ -109,12 +113,15 @@ def validate_order_list(patch_list: Sequence[Any], order: Sequence[Any], merge_k
         if isinstance(item, dict) and DIRECTIVE in item:
             patch_index += 1
             continue
+        wanted = order[order_index]
         if merge_key:
-            same = go_equal(
-                _require_key(item, merge_key), _require_key(order[order_index], merge_key)
-            )
+            # mergeKeyValueEqual checks that both are maps before looking for the key.
+            for checked in (item, wanted):
+                if not isinstance(checked, dict):
+                    raise smp_errors.bad_arg_type(smp_errors.MAP_TYPE, checked)
+            same = go_equal(_require_key(item, merge_key), _require_key(wanted, merge_key))
         else:
-            same = go_equal(item, order[order_index])
+            same = go_equal(item, wanted)
         if same:
             patch_index += 1
         order_index += 1
@@ -159,8 +166,12 @@ def _sort_by(items: list[Any], order: Sequence[Any], merge_key: str, kind: str |
     deleted: list[Any] = []
     if kind == _MAP:
         for item in (*items, *order):
-            _require_key(item, merge_key)
-        items, deleted = _split_deletions(items)
+            if type(item) is not dict or merge_key not in item:
+                _require_key(item, merge_key)  # raises upstream's error
+        if any(item.get(DIRECTIVE) == DELETE for item in items):
+            items, deleted = _split_deletions(items)
+    if len(items) < 2:
+        return [*items, *deleted]
     positions = _positions(order, merge_key, kind)
     missing = len(order)
     items = sorted(items, key=lambda v: positions.get(_item_token(v, merge_key, kind), missing))
@@ -175,24 +186,20 @@ def _interleave(
     A left item goes first only when both items are in the live list and it comes earlier there.
     """
     positions = _positions(server_order, merge_key, kind)
+    left_at = [positions.get(_item_token(v, merge_key, kind)) for v in left]
+    right_at = [positions.get(_item_token(v, merge_key, kind)) for v in right]
     out: list[Any] = []
     i = j = 0
-    while i < len(left) or j < len(right):
-        if i >= len(left):
-            out.append(right[j])
-            j += 1
-        elif j >= len(right):
+    while i < len(left) and j < len(right):
+        li, ri = left_at[i], right_at[j]
+        if li is not None and ri is not None and li < ri:
             out.append(left[i])
             i += 1
         else:
-            li = positions.get(_item_token(left[i], merge_key, kind))
-            ri = positions.get(_item_token(right[j], merge_key, kind))
-            if li is not None and ri is not None and li < ri:
-                out.append(left[i])
-                i += 1
-            else:
-                out.append(right[j])
-                j += 1
+            out.append(right[j])
+            j += 1
+    out.extend(right[j:])
+    out.extend(left[i:])
     return out
 
 
@@ -209,6 +216,8 @@ def normalize_order(
     order, then interleaved so both relative orders hold."""
     patch_items = _sort_by(patch_items, patch_order, merge_key, kind)
     server_only = _sort_by(server_only, server_order, merge_key, kind)
+    if not server_only or not patch_items:
+        return patch_items + server_only
     return _interleave(server_only, patch_items, server_order, merge_key, kind)
 
 
