@@ -139,8 +139,11 @@ def bad_format(message: str) -> errors.StatusError:
 
 
 def unhandled(message: str) -> errors.StatusError:
-    """An apply error apiserver passes through unconverted: 500 with no reason, Go's message."""
-    return errors.StatusError(500, "", message)
+    """A malformed patch kube-apiserver passes through as a 500; here it is the client's error.
+
+    Bad input never gets a 5xx from minikcp: 400 BadRequest, with upstream's (Go's) message.
+    """
+    return errors.StatusError(400, "BadRequest", message)
 
 
 def lists_of_lists() -> errors.StatusError:

@@ -596,16 +596,17 @@ def test_other_kinds(
 _NOT_DECODABLE = ' "" is invalid: patch: Invalid value: '
 
 # (id, live object, kind, patch, code, reason, message). Upstream's apiserver answers 400 for the
-# mergepatch format errors, a bare 422 for lists of lists, and passes every other apply error
-# through as a reason-less 500 with Go's text; a value of the wrong type fails the typed decode.
+# mergepatch format errors and a bare 422 for lists of lists; every other apply error it passes
+# through as a 500, which minikcp answers as 400 BadRequest with Go's text (bad input is never a
+# server error here); a value of the wrong type fails the typed decode (422).
 ERROR_CASES: list[tuple[str, dict[str, Any], SchemaNode, dict[str, Any], int, str, str]] = [
     (
         "unknown $patch on a map",
         WEB,
         DEPLOYMENT,
         {"spec": {"strategy": {"$patch": "bogus", "type": "Recreate"}}},
-        500,
-        "",
+        400,
+        "BadRequest",
         "unknown patch type: bogus in map: map[$patch:bogus type:Recreate]",
     ),
     (
@@ -613,8 +614,8 @@ ERROR_CASES: list[tuple[str, dict[str, Any], SchemaNode, dict[str, Any], int, st
         WEB,
         DEPLOYMENT,
         {"metadata": {"labels": {"$patch": "merge"}}},
-        500,
-        "",
+        400,
+        "BadRequest",
         "unknown patch type: merge in map: map[$patch:merge]",
     ),
     (
@@ -622,8 +623,8 @@ ERROR_CASES: list[tuple[str, dict[str, Any], SchemaNode, dict[str, Any], int, st
         WEB,
         DEPLOYMENT,
         _in_template({"containers": [{"$patch": "remove", "name": "nginx"}]}),
-        500,
-        "",
+        400,
+        "BadRequest",
         "unknown patch type: remove in map: map[$patch:remove name:nginx]",
     ),
     (
@@ -631,8 +632,8 @@ ERROR_CASES: list[tuple[str, dict[str, Any], SchemaNode, dict[str, Any], int, st
         WEB,
         DEPLOYMENT,
         _in_template({"containers": [{"$patch": "merge"}]}),
-        500,
-        "",
+        400,
+        "BadRequest",
         "merging lists cannot yet be specified in the patch",
     ),
     (
@@ -640,8 +641,8 @@ ERROR_CASES: list[tuple[str, dict[str, Any], SchemaNode, dict[str, Any], int, st
         WEB,
         DEPLOYMENT,
         _in_template({"containers": [{"image": "nginx:2"}]}),
-        500,
-        "",
+        400,
+        "BadRequest",
         "map: map[image:nginx:2] does not contain declared merge key: name",
     ),
     (
@@ -649,8 +650,8 @@ ERROR_CASES: list[tuple[str, dict[str, Any], SchemaNode, dict[str, Any], int, st
         WEB,
         DEPLOYMENT,
         _in_template({"volumes": [{"$patch": "delete"}]}),
-        500,
-        "",
+        400,
+        "BadRequest",
         "map: map[$patch:delete] does not contain declared merge key: name",
     ),
     (
@@ -658,8 +659,8 @@ ERROR_CASES: list[tuple[str, dict[str, Any], SchemaNode, dict[str, Any], int, st
         WEB,
         DEPLOYMENT,
         _in_template({"containers": [{"name": "nginx", "ports": [{"name": "http"}]}]}),
-        500,
-        "",
+        400,
+        "BadRequest",
         "map: map[name:http] does not contain declared merge key: containerPort",
     ),
     (
@@ -694,8 +695,8 @@ ERROR_CASES: list[tuple[str, dict[str, Any], SchemaNode, dict[str, Any], int, st
         WEB,
         DEPLOYMENT,
         _in_template({"$setElementOrder/containers": {"name": "nginx"}}),
-        500,
-        "",
+        400,
+        "BadRequest",
         "expected a []interface {}, but received a map[string]interface {}",
     ),
     (
@@ -712,8 +713,8 @@ ERROR_CASES: list[tuple[str, dict[str, Any], SchemaNode, dict[str, Any], int, st
         WEB,
         DEPLOYMENT,
         _in_template({"$setElementOrder/containers": [{"name": "x"}], "containers": {"name": "x"}}),
-        500,
-        "",
+        400,
+        "BadRequest",
         "expected a []interface {}, but received a map[string]interface {}",
     ),
     (
@@ -726,8 +727,8 @@ ERROR_CASES: list[tuple[str, dict[str, Any], SchemaNode, dict[str, Any], int, st
                 "containers": [{"name": "sidecar"}, {"name": "nginx"}],
             }
         ),
-        500,
-        "",
+        400,
+        "BadRequest",
         "The order in patch list:\n[map[name:sidecar] map[name:nginx]]\n doesn't match "
         "$setElementOrder list:\n[map[name:nginx] map[name:sidecar]]\n",
     ),
@@ -736,8 +737,8 @@ ERROR_CASES: list[tuple[str, dict[str, Any], SchemaNode, dict[str, Any], int, st
         WEB,
         DEPLOYMENT,
         _in_template({"$setElementOrder/containers": ["nginx"], "containers": [{"name": "nginx"}]}),
-        500,
-        "",
+        400,
+        "BadRequest",
         "expected a map[string]interface {}, but received a string",
     ),
     (
@@ -763,8 +764,8 @@ ERROR_CASES: list[tuple[str, dict[str, Any], SchemaNode, dict[str, Any], int, st
         WEB,
         DEPLOYMENT,
         {"metadata": {"finalizers": [1]}},
-        500,
-        "",
+        400,
+        "BadRequest",
         "list element types are not identical: [[example.com/one] [1]]",
     ),
     (
