@@ -22,6 +22,8 @@ from decimal import Decimal
 from functools import lru_cache
 from typing import Any
 
+from minikcp.machinery.go_text import go_quote
+
 PathElement = str
 Path = tuple[PathElement, ...]
 
@@ -186,35 +188,6 @@ def element_order(element: PathElement) -> tuple[Any, ...]:
     if kind == "v":
         return (2, _value_order(json.loads(body)))
     return (3, int(body))
-
-
-_GO_QUOTE_ESCAPES = {
-    '"': '\\"',
-    "\\": "\\\\",
-    "\a": "\\a",
-    "\b": "\\b",
-    "\f": "\\f",
-    "\n": "\\n",
-    "\r": "\\r",
-    "\t": "\\t",
-    "\v": "\\v",
-}
-
-
-def go_quote(text: str) -> str:
-    # Go's %q (strconv.Quote): named escapes, printable text as is, the rest as \xNN or \uNNNN.
-    out = ['"']
-    for char in text:
-        if char in _GO_QUOTE_ESCAPES:
-            out.append(_GO_QUOTE_ESCAPES[char])
-        elif char.isprintable():
-            out.append(char)
-        elif ord(char) < 0x20 or char == "\x7f":
-            out.append(f"\\x{ord(char):02x}")
-        else:
-            out.append(f"\\u{ord(char):04x}")
-    out.append('"')
-    return "".join(out)
 
 
 def _value_text(value: Any) -> str:

@@ -20,7 +20,7 @@ import json
 import re
 from collections.abc import Mapping
 
-from minikcp.machinery import errors, names, selectors
+from minikcp.machinery import errors, go_text, names, selectors
 
 EXACT = "Exact"
 NOT_OLDER_THAN = "NotOlderThan"
@@ -63,7 +63,7 @@ def _go_int64(text: str) -> int:
         return names.go_parse_int(text)
     except ValueError as exc:
         raise errors.bad_request(
-            f"strconv.ParseInt: parsing {names.go_quote(text)}: {exc}"
+            f"strconv.ParseInt: parsing {go_text.go_quote(text)}: {exc}"
         ) from None
 
 
@@ -184,7 +184,7 @@ def parse_resource_version(rv: str) -> int:
     try:
         return names.go_parse_int(rv, unsigned=True)
     except ValueError as exc:
-        detail = f"strconv.ParseUint: parsing {names.go_quote(rv)}: {exc}"
+        detail = f"strconv.ParseUint: parsing {go_text.go_quote(rv)}: {exc}"
         cause = names.field_invalid("resourceVersion", rv, detail)
         raise errors.bad_request(
             f"invalid resource version: {cause.field}: {cause.message}"

@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from minikcp.machinery import errors
+from minikcp.machinery.go_text import go_quote
 
 # -- field errors (k8s.io/apimachinery/pkg/util/validation/field) ------------------------------
 
@@ -28,27 +29,6 @@ FORBIDDEN = "FieldValueForbidden"
 TOO_LONG = "FieldValueTooLong"
 NOT_SUPPORTED = "FieldValueNotSupported"
 TYPE_INVALID = "FieldValueTypeInvalid"
-
-_GO_ESCAPES = {"\a": r"\a", "\b": r"\b", "\f": r"\f", "\n": r"\n", "\r": r"\r", "\t": r"\t"}
-_GO_ESCAPES |= {"\v": r"\v", '"': r"\"", "\\": r"\\"}
-
-
-def go_quote(text: str) -> str:
-    """Go's `%q` for a string, which is how field errors show string values."""
-    out = ['"']
-    for ch in text:
-        if ch in _GO_ESCAPES:
-            out.append(_GO_ESCAPES[ch])
-        elif ch.isprintable():
-            out.append(ch)
-        elif ord(ch) < 0x80:
-            out.append(f"\\x{ord(ch):02x}")
-        elif ord(ch) < 0x10000:
-            out.append(f"\\u{ord(ch):04x}")
-        else:
-            out.append(f"\\U{ord(ch):08x}")
-    out.append('"')
-    return "".join(out)
 
 
 _GO_INT = re.compile(r"[+-]?[0-9]+")

@@ -20,7 +20,7 @@ from datetime import datetime
 from functools import lru_cache
 from typing import Any, Final
 
-from minikcp.machinery import apply_shapes, errors, field_sets, structured_merge
+from minikcp.machinery import apply_shapes, errors, field_sets, go_text, structured_merge
 from minikcp.machinery.apply_shapes import Shape
 from minikcp.machinery.field_sets import FieldSet
 from minikcp.machinery.schemas import SchemaNode
@@ -71,9 +71,9 @@ class ManagerId:
 
     def describe(self) -> str:
         """As in conflict messages: `"kubectl"`, `"x" with subresource "status" using v1`."""
-        text = field_sets.go_quote(self.manager)
+        text = go_text.go_quote(self.manager)
         if self.subresource:
-            text += f" with subresource {field_sets.go_quote(self.subresource)}"
+            text += f" with subresource {go_text.go_quote(self.subresource)}"
         if self.operation == "Update":
             text += f" using {self.api_version}"
         return text

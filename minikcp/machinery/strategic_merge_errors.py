@@ -13,6 +13,7 @@ import decimal
 from typing import Any
 
 from minikcp.machinery import errors
+from minikcp.machinery.go_text import go_quote
 
 BAD_PRIMITIVE_LIST = "invalid patch format of primitive list"
 BAD_RETAIN_KEYS = "invalid patch format of retainKeys"
@@ -99,38 +100,6 @@ def go_string_verb(value: Any) -> str:
     if value is None:
         return "%!s(<nil>)"
     return f"%!s({go_type(value)}={go_value(value)})"
-
-
-_NAMED_ESCAPES = {
-    "\a": "\\a",
-    "\b": "\\b",
-    "\f": "\\f",
-    "\n": "\\n",
-    "\r": "\\r",
-    "\t": "\\t",
-    "\v": "\\v",
-    "\\": "\\\\",
-    '"': '\\"',
-}
-
-
-def go_quote(text: str) -> str:
-    """Go's `%q` (strconv.Quote) of a string."""
-    out = ['"']
-    for char in text:
-        code = ord(char)
-        if char in _NAMED_ESCAPES:
-            out.append(_NAMED_ESCAPES[char])
-        elif code < 0x20 or code == 0x7F:
-            out.append(f"\\x{code:02x}")
-        elif char.isprintable():
-            out.append(char)
-        elif code < 0x10000:
-            out.append(f"\\u{code:04x}")
-        else:
-            out.append(f"\\U{code:08x}")
-    out.append('"')
-    return "".join(out)
 
 
 def bad_format(message: str) -> errors.StatusError:

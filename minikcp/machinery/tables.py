@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from minikcp.machinery import errors
+from minikcp.machinery import errors, go_text
 
 TABLE_API_VERSIONS: Final = ("meta.k8s.io/v1", "meta.k8s.io/v1beta1")
 DEFAULT_API_VERSION: Final = "meta.k8s.io/v1"
@@ -155,9 +155,6 @@ def row_object(
         return obj
     if include_object == INCLUDE_NONE:
         return None
-    raise errors.bad_request(f"unrecognized includeObject value: {_go_quote(include_object)}")
-
-
-def _go_quote(value: str) -> str:
-    # Go's %q for the printable strings a query parameter carries.
-    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    raise errors.bad_request(
+        f"unrecognized includeObject value: {go_text.go_quote(include_object)}"
+    )
