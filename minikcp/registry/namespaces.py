@@ -153,19 +153,6 @@ class NamespaceStore(generic_store.ResourceStore):
             result.items = sorted(result.items + extra, key=lambda o: o.metadata.get("name", ""))
         return result
 
-    async def update(
-        self,
-        ctx: RequestContext,
-        namespace: str,
-        name: str,
-        obj: dict[str, Any],
-        opts: WriteOptions,
-        *,
-        subresource: str = "",
-    ) -> StoredObject:
-        await self._materialise(ctx, name)
-        return await super().update(ctx, namespace, name, obj, opts, subresource=subresource)
-
     async def guaranteed_update(
         self, ctx: RequestContext, namespace: str, name: str, *args: Any, **kwargs: Any
     ) -> StoredObject:
