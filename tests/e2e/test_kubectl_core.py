@@ -286,3 +286,22 @@ def test_clusters_are_isolated(server: ServerProcess, cluster: str) -> None:
     )
     listed = server.kubectl("get", "cm", "-A", "-o", "name", cluster=cluster).stdout.split()
     assert "configmap/same" not in listed
+
+
+def test_builtin_namespace_is_stored_when_first_changed(
+    server: ServerProcess, cluster: str
+) -> None:
+    before = json.loads(
+        server.kubectl("get", "ns", "default", "-o", "json", cluster=cluster).stdout
+    )
+    server.kubectl("label", "namespace", "default", "team=a", cluster=cluster)
+    after = json.loads(server.kubectl("get", "ns", "default", "-o", "json", cluster=cluster).stdout)
+    assert after["metadata"]["labels"]["team"] == "a"
+    assert after["metadata"]["uid"] == before["metadata"]["uid"]
+    assert int(after["metadata"]["resourceVersion"]) > int(before["metadata"]["resourceVersion"])
+    names = server.kubectl("get", "ns", "-o", "name", cluster=cluster).stdout.split()
+    assert names.count("namespace/default") == 1
+    other = json.loads(
+        server.kubectl("get", "ns", "default", "-o", "json", cluster=cluster + "z").stdout
+    )
+    assert "team" not in other["metadata"]["labels"]
