@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
@@ -74,7 +75,7 @@ class ResourceHandler:
         namespace = info.namespace if rt.namespaced else ""
         query = {k: v for k, v in request.query.items()}
         response = await self._dispatch(request, info, rt, ctx, namespace, query)
-        for warning in ctx.warnings:
+        for warning in dict.fromkeys(ctx.warnings):  # once each, as apiserver's recorder
             response.headers.add("Warning", f'299 - "{_escape(warning)}"')
         return response
 
@@ -102,12 +103,12 @@ class ResourceHandler:
             return self._object(request, rt, obj, query)
         user_agent = request.headers.get("User-Agent", "")
         opts = write_options(query, user_agent)
-        strict = opts.field_validation == "Strict"
         if verb == "create":
             if name:
                 raise errors.method_not_allowed("create", info.resource)
             body = await _read_body(request)
-            new = _as_object(encoding.decode_body(body, _content_type(request), strict=strict))
+            new = _as_object(encoding.decode_body(body, _content_type(request)))
+            opts = _with_body_strict_errors(opts, body, _content_type(request))
             created = await store.create(ctx, namespace, new, opts)
             return self._object(request, rt, created, query, status=201)
         if verb == "update":
@@ -118,9 +119,8 @@ class ResourceHandler:
                         store, ctx, namespace, name, body=body, patch_type=None, opts=opts
                     )
                 )
-            replacement = _as_object(
-                encoding.decode_body(body, _content_type(request), strict=strict)
-            )
+            replacement = _as_object(encoding.decode_body(body, _content_type(request)))
+            opts = _with_body_strict_errors(opts, body, _content_type(request))
             updated = await store.update(ctx, namespace, name, replacement, opts, subresource=sub)
             return self._object(request, rt, updated, query)
         if verb == "patch":
@@ -326,7 +326,7 @@ async def _delete_options(request: web.Request, query: Mapping[str, str]) -> dic
     if request.can_read_body:
         body = await _read_body(request)
         if body.strip():
-            decoded = encoding.decode_body(body, _content_type(request), strict=False)
+            decoded = encoding.decode_body(body, _content_type(request))
             if not isinstance(decoded, dict):
                 raise errors.bad_request("DeleteOptions must be an object")
             options = decoded
@@ -348,3 +348,13 @@ async def _delete_options(request: web.Request, query: Mapping[str, str]) -> dic
             ],
         )
     return options
+
+
+def _with_body_strict_errors(
+    opts: objects.WriteOptions, body: bytes, content_type: str
+) -> objects.WriteOptions:
+    if opts.field_validation not in ("Strict", "Warn"):
+        return opts
+    found = encoding.strict_errors(body, content_type)
+    return dataclasses.replace(opts, body_strict_errors=found) if found else opts
+
