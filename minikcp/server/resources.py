@@ -145,6 +145,7 @@ class ResourceHandler:
             return self._object(request, rt, patched, query, status=201 if was_created else 200)
         if verb == "delete":
             options = await _delete_options(request, query)
+            opts = _with_delete_dry_run(opts, options)
             gone, deleted = await store.delete(ctx, namespace, name, options, opts)
             if not deleted:
                 return self._object(request, rt, gone, query)
@@ -263,6 +264,7 @@ class ResourceHandler:
     ) -> web.Response:
         store = self.registry.store(rt)
         options = await _delete_options(request, query)
+        opts = _with_delete_dry_run(opts, options)
         list_query = {k: v for k, v in query.items() if k in ("labelSelector", "fieldSelector")}
         listing = await store.list(ctx, namespace, list_options.parse_list_options(list_query))
         deleted: list[objects.StoredObject] = []
@@ -333,6 +335,22 @@ async def _delete_options(request: web.Request, query: Mapping[str, str]) -> dic
     for key in ("propagationPolicy", "gracePeriodSeconds"):
         if key in query:
             options.setdefault(key, query[key])
+    dry_run = options.get("dryRun")
+    if dry_run is not None and (
+        not isinstance(dry_run, list) or any(value != "All" for value in dry_run)
+    ):
+        raise errors.invalid(
+            "DeleteOptions",
+            "",
+            [
+                errors.Cause(
+                    "FieldValueNotSupported",
+                    f'Unsupported value: {_go_string_slice(dry_run)}: supported values: "All"',
+                    "dryRun",
+                )
+            ],
+            group="meta.k8s.io",
+        )
     policy = options.get("propagationPolicy")
     if policy not in (None, "Orphan", "Background", "Foreground"):
         raise errors.invalid(
@@ -346,6 +364,7 @@ async def _delete_options(request: web.Request, query: Mapping[str, str]) -> dic
                     "propagationPolicy",
                 )
             ],
+            group="meta.k8s.io",
         )
     return options
 
@@ -358,3 +377,18 @@ def _with_body_strict_errors(
     found = encoding.strict_errors(body, content_type)
     return dataclasses.replace(opts, body_strict_errors=found) if found else opts
 
+
+def _with_delete_dry_run(
+    opts: objects.WriteOptions, options: Mapping[str, Any]
+) -> objects.WriteOptions:
+    """kubectl sends `dryRun` in the DeleteOptions body, not in the query."""
+    if options.get("dryRun") and not opts.dry_run:
+        return dataclasses.replace(opts, dry_run=True)
+    return opts
+
+
+def _go_string_slice(value: Any) -> str:
+    """Go's %#v of a []string, as field.NotSupported prints the rejected value."""
+    if not isinstance(value, list):
+        return repr(value)
+    return "[]string{" + ", ".join(orjson.dumps(str(v)).decode() for v in value) + "}"
