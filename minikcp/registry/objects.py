@@ -93,3 +93,6 @@ class WriteOptions:
     field_manager: str = ""
     field_validation: str = "Ignore"  # Strict | Warn | Ignore (kubectl sends Strict)
     force: bool = False  # server-side apply: take ownership of conflicting fields
+    # Strict errors found while decoding the request body (e.g. `duplicate field "data.a"`);
+    # reported together with unknown fields, under Strict as an error, under Warn as warnings.
+    body_strict_errors: tuple[str, ...] = ()

@@ -13,7 +13,9 @@ from minikcp.machinery import (
     merge_patch,
     server_side_apply,
     strategic_merge,
+    strict_json,
 )
+from minikcp.machinery import strategic_merge_errors as smp_errors
 from minikcp.registry import store as generic_store
 from minikcp.registry.objects import RequestContext, StoredObject, WriteOptions
 
@@ -72,6 +74,13 @@ async def patch(
             "json: cannot unmarshal array into Go value of type map[string]interface {}"
         )
 
+    body_errors: list[str] = []
+    if opts.field_validation in ("Strict", "Warn"):
+        if patch_type == JSON_PATCH:
+            body_errors = strict_json.json_patch_strict_errors(body)
+        else:
+            body_errors = strict_json.duplicate_fields(body)
+
     def mutate(current: dict[str, Any] | None) -> dict[str, Any]:
         if current is None:
             raise errors.not_found(store.rt.plural, name, group=store.rt.group)
@@ -83,6 +92,16 @@ async def patch(
             patched = strategic_merge.apply_strategic_merge(current, document, store.schema)
         if not isinstance(patched, dict):
             raise errors.bad_request("the patch does not produce an object")
+
+        def shown() -> str:
+            # apiserver shows the patch map (%+v) for SMP, the patched object's JSON otherwise.
+            if patch_type == STRATEGIC_MERGE_PATCH:
+                return smp_errors.go_quote(smp_errors.go_value(document))
+            return smp_errors.go_quote(orjson.dumps(patched).decode())
+
+        # Strict decoding of a patch fails with 422 on "patch" (apiserver's patch handler);
+        # this also drops unknown fields before the store checks the object again.
+        store.decode_checks(ctx, patched, opts, body_errors=body_errors, patch=shown)
         return patched
 
     # A patch that names a resourceVersion is a precondition: no silent retries then.

@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -232,17 +232,45 @@ class ResourceStore:
         if causes:
             raise errors.invalid(self.rt.kind, meta.get("name", ""), causes, group=self.rt.group)
 
-    def _decode_checks(self, ctx: RequestContext, obj: dict[str, Any], opts: WriteOptions) -> None:
-        """What decoding into the kind's type does upstream: type errors, unknown fields."""
+    def decode_checks(
+        self,
+        ctx: RequestContext,
+        obj: dict[str, Any],
+        opts: WriteOptions,
+        *,
+        body_errors: Sequence[str] = (),
+        patch: Callable[[], str] | None = None,
+    ) -> None:
+        """What decoding into the kind's type does upstream: type errors, unknown fields.
+
+        Strict errors are `body_errors` (found while decoding the body) then unknown fields.
+        Under Strict they fail the request: 400, or for a patch (`patch` renders it) a 422 on
+        the field "patch" as apiserver's patch handler words it. Under Warn each is a warning.
+        Unknown fields are dropped from `obj` unless the request fails.
+        """
         validation.validate(self.rt, obj)
         unknown = validation.unknown_fields(self.rt, obj)
-        if not unknown:
+        found = [*body_errors, *opts.body_strict_errors]
+        found += validation.unknown_field_warnings(unknown)
+        if not found:
             return
         if opts.field_validation == "Strict":
-            raise validation.strict_decoding_error(unknown)
+            message = "strict decoding error: " + ", ".join(found)
+            if patch is None:
+                raise errors.bad_request(message)
+            raise errors.invalid(
+                "",
+                "",
+                [
+                    errors.Cause(
+                        "FieldValueInvalid", f"Invalid value: {patch()}: {message}", "patch"
+                    )
+                ],
+            )
         if opts.field_validation == "Warn":
-            ctx.warnings.extend(validation.unknown_field_warnings(unknown))
-        validation.prune_unknown_fields(self.rt, obj)
+            ctx.warnings.extend(found)
+        if unknown:
+            validation.prune_unknown_fields(self.rt, obj)
 
     def _managed_fields(
         self,
@@ -285,7 +313,7 @@ class ResourceStore:
         meta["uid"] = str(uuid.uuid4())
         meta["creationTimestamp"] = now_rfc3339()
         if not prepared:
-            self._decode_checks(ctx, obj, opts)
+            self.decode_checks(ctx, obj, opts)
             self.strategy.apply_defaults(obj)
             self.strategy.prepare_for_create(obj)
             self._validate(ctx, obj, None, opts)
@@ -369,7 +397,7 @@ class ResourceStore:
                 raise errors.not_found(self.rt.plural, name, group=self.rt.group)
             desired = self._normalise(desired, namespace)
             self._check_name(desired, name)
-            self._decode_checks(ctx, desired, opts)
+            self.decode_checks(ctx, desired, opts)
             wanted_rv = desired["metadata"].get("resourceVersion")
             if wanted_rv and wanted_rv != str(current.revision):
                 raise errors.conflict(

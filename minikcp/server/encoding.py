@@ -11,7 +11,7 @@ import orjson
 import yaml
 
 from minikcp.apis import catalog, printer_base
-from minikcp.machinery import errors, protobuf, tables
+from minikcp.machinery import errors, protobuf, strict_json, tables
 from minikcp.registry import objects, watching
 
 JSON = "application/json"
@@ -43,8 +43,8 @@ def wants_table(accept: str, query: Mapping[str, str]) -> TableRequest | None:
     return None
 
 
-def decode_body(body: bytes, content_type: str, *, strict: bool) -> Any:
-    """Decode a request body by its content type; duplicate keys are an error under Strict."""
+def decode_body(body: bytes, content_type: str) -> Any:
+    """Decode a request body by its content type (duplicate keys: see `strict_errors`)."""
     media = content_type.split(";", 1)[0].strip().lower()
     if len(body) > MAX_BODY_BYTES:
         raise errors.request_entity_too_large(MAX_BODY_BYTES)
@@ -58,35 +58,17 @@ def decode_body(body: bytes, content_type: str, *, strict: bool) -> Any:
     if media not in (JSON, "", "*/*", "application/*", "text/plain"):
         raise errors.unsupported_media_type([JSON, YAML, protobuf.PROTOBUF_CONTENT_TYPE])
     try:
-        value = orjson.loads(body)
+        return orjson.loads(body)
     except orjson.JSONDecodeError as exc:
         raise errors.bad_request(f"error decoding request body as JSON: {exc}") from None
-    if strict:
-        duplicates = duplicate_fields(body)
-        if duplicates:
-            raise errors.bad_request(
-                "strict decoding error: "
-                + ", ".join(f'json: duplicate field "{d}"' for d in duplicates)
-            )
-    return value
 
 
-def duplicate_fields(body: bytes) -> list[str]:
-    """Paths of keys that appear twice in one JSON object (orjson keeps the last silently)."""
-    import json
-
-    found: list[str] = []
-
-    def hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-        seen: set[str] = set()
-        for k, _ in pairs:
-            if k in seen:
-                found.append(k)
-            seen.add(k)
-        return dict(pairs)
-
-    json.loads(body, object_pairs_hook=hook)
-    return found
+def strict_errors(body: bytes, content_type: str) -> tuple[str, ...]:
+    """Duplicate keys of a decoded JSON body, as strict decoding reports them (JSON only)."""
+    media = content_type.split(";", 1)[0].strip().lower()
+    if media in (protobuf.PROTOBUF_CONTENT_TYPE, YAML, "application/x-yaml", "text/yaml"):
+        return ()
+    return tuple(strict_json.duplicate_fields(body))
 
 
 def status_bytes(status: Mapping[str, Any]) -> bytes:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
@@ -74,7 +75,7 @@ class ResourceHandler:
         namespace = info.namespace if rt.namespaced else ""
         query = {k: v for k, v in request.query.items()}
         response = await self._dispatch(request, info, rt, ctx, namespace, query)
-        for warning in ctx.warnings:
+        for warning in dict.fromkeys(ctx.warnings):  # once each, as apiserver's recorder
             response.headers.add("Warning", f'299 - "{_escape(warning)}"')
         return response
 
@@ -102,12 +103,12 @@ class ResourceHandler:
             return self._object(request, rt, obj, query)
         user_agent = request.headers.get("User-Agent", "")
         opts = write_options(query, user_agent)
-        strict = opts.field_validation == "Strict"
         if verb == "create":
             if name:
                 raise errors.method_not_allowed("create", info.resource)
             body = await _read_body(request)
-            new = _as_object(encoding.decode_body(body, _content_type(request), strict=strict))
+            new = _as_object(encoding.decode_body(body, _content_type(request)))
+            opts = _with_body_strict_errors(opts, body, _content_type(request))
             created = await store.create(ctx, namespace, new, opts)
             return self._object(request, rt, created, query, status=201)
         if verb == "update":
@@ -118,9 +119,8 @@ class ResourceHandler:
                         store, ctx, namespace, name, body=body, patch_type=None, opts=opts
                     )
                 )
-            replacement = _as_object(
-                encoding.decode_body(body, _content_type(request), strict=strict)
-            )
+            replacement = _as_object(encoding.decode_body(body, _content_type(request)))
+            opts = _with_body_strict_errors(opts, body, _content_type(request))
             updated = await store.update(ctx, namespace, name, replacement, opts, subresource=sub)
             return self._object(request, rt, updated, query)
         if verb == "patch":
@@ -145,6 +145,7 @@ class ResourceHandler:
             return self._object(request, rt, patched, query, status=201 if was_created else 200)
         if verb == "delete":
             options = await _delete_options(request, query)
+            opts = _with_delete_dry_run(opts, options)
             gone, deleted = await store.delete(ctx, namespace, name, options, opts)
             if not deleted:
                 return self._object(request, rt, gone, query)
@@ -263,6 +264,7 @@ class ResourceHandler:
     ) -> web.Response:
         store = self.registry.store(rt)
         options = await _delete_options(request, query)
+        opts = _with_delete_dry_run(opts, options)
         list_query = {k: v for k, v in query.items() if k in ("labelSelector", "fieldSelector")}
         listing = await store.list(ctx, namespace, list_options.parse_list_options(list_query))
         deleted: list[objects.StoredObject] = []
@@ -326,13 +328,29 @@ async def _delete_options(request: web.Request, query: Mapping[str, str]) -> dic
     if request.can_read_body:
         body = await _read_body(request)
         if body.strip():
-            decoded = encoding.decode_body(body, _content_type(request), strict=False)
+            decoded = encoding.decode_body(body, _content_type(request))
             if not isinstance(decoded, dict):
                 raise errors.bad_request("DeleteOptions must be an object")
             options = decoded
     for key in ("propagationPolicy", "gracePeriodSeconds"):
         if key in query:
             options.setdefault(key, query[key])
+    dry_run = options.get("dryRun")
+    if dry_run is not None and (
+        not isinstance(dry_run, list) or any(value != "All" for value in dry_run)
+    ):
+        raise errors.invalid(
+            "DeleteOptions",
+            "",
+            [
+                errors.Cause(
+                    "FieldValueNotSupported",
+                    f'Unsupported value: {_go_string_slice(dry_run)}: supported values: "All"',
+                    "dryRun",
+                )
+            ],
+            group="meta.k8s.io",
+        )
     policy = options.get("propagationPolicy")
     if policy not in (None, "Orphan", "Background", "Foreground"):
         raise errors.invalid(
@@ -346,5 +364,31 @@ async def _delete_options(request: web.Request, query: Mapping[str, str]) -> dic
                     "propagationPolicy",
                 )
             ],
+            group="meta.k8s.io",
         )
     return options
+
+
+def _with_body_strict_errors(
+    opts: objects.WriteOptions, body: bytes, content_type: str
+) -> objects.WriteOptions:
+    if opts.field_validation not in ("Strict", "Warn"):
+        return opts
+    found = encoding.strict_errors(body, content_type)
+    return dataclasses.replace(opts, body_strict_errors=found) if found else opts
+
+
+def _with_delete_dry_run(
+    opts: objects.WriteOptions, options: Mapping[str, Any]
+) -> objects.WriteOptions:
+    """kubectl sends `dryRun` in the DeleteOptions body, not in the query."""
+    if options.get("dryRun") and not opts.dry_run:
+        return dataclasses.replace(opts, dry_run=True)
+    return opts
+
+
+def _go_string_slice(value: Any) -> str:
+    """Go's %#v of a []string, as field.NotSupported prints the rejected value."""
+    if not isinstance(value, list):
+        return repr(value)
+    return "[]string{" + ", ".join(orjson.dumps(str(v)).decode() for v in value) + "}"

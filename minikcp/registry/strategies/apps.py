@@ -92,6 +92,24 @@ class DeploymentStrategy(ScalableStrategy):
         if replicas == 0:
             for key in ("replicas", "updatedReplicas", "readyReplicas", "availableReplicas"):
                 del obj["status"][key]
+        if old is not None:
+            _keep_condition_times(obj["status"]["conditions"], old.get("status") or {})
+
+
+def _keep_condition_times(conditions: list[dict[str, Any]], old_status: Mapping[str, Any]) -> None:
+    """As the deployment controller's SetDeploymentCondition: a condition whose status does not
+    change keeps its lastTransitionTime, and one whose reason does not change either is left
+    as it was, except that a completed rollout bumps Progressing's lastUpdateTime."""
+    previous = {
+        c.get("type"): c for c in old_status.get("conditions") or () if isinstance(c, Mapping)
+    }
+    for condition in conditions:
+        before = previous.get(condition["type"])
+        if before is None or before.get("status") != condition["status"]:
+            continue
+        condition["lastTransitionTime"] = before.get("lastTransitionTime", "")
+        if condition["type"] != "Progressing" and before.get("reason") == condition["reason"]:
+            condition["lastUpdateTime"] = before.get("lastUpdateTime", "")
 
 
 def _now() -> str:

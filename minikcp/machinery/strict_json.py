@@ -1,0 +1,71 @@
+"""What strict JSON decoding reports beyond unknown fields: keys that appear twice in one object.
+
+kube-apiserver decodes bodies with sigs.k8s.io/json's UnmarshalStrict under
+fieldValidation=Strict|Warn. Each duplicate is one strict error worded `duplicate field "<path>"`,
+where the path joins keys with "." and list indices as "[i]" (`data.a`, `items[0].name`). The
+errors become `strict decoding error: <e1>, <e2>` (400 on create/update, 422 on patch) or one
+Warning each. orjson keeps the last of duplicate keys silently, so they are found here.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+
+class _Pairs(dict[str, Any]):
+    """A decoded object that remembers its key/value pairs in document order."""
+
+    __slots__ = ("pairs",)
+
+    def __init__(self, pairs: list[tuple[str, Any]]) -> None:
+        super().__init__(pairs)
+        self.pairs = pairs
+
+
+def _walk(value: Any, path: str, out: list[str]) -> None:
+    if isinstance(value, _Pairs):
+        seen: set[str] = set()
+        for key, sub in value.pairs:
+            sub_path = f"{path}.{key}" if path else key
+            if key in seen:
+                out.append(f'duplicate field "{sub_path}"')
+            seen.add(key)
+            _walk(sub, sub_path, out)
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            _walk(item, f"{path}[{index}]", out)
+
+
+def duplicate_fields(body: bytes) -> list[str]:
+    """The strict errors for duplicate keys in a JSON body, in document order ([] if none).
+
+    The body must be valid JSON (decode it first).
+    """
+    if body.count(b'"') < 4:
+        return []  # fewer than two keys: nothing can repeat
+    out: list[str] = []
+    _walk(json.loads(body, object_pairs_hook=_Pairs), "", out)
+    return out
+
+
+_JSON_PATCH_FIELDS = frozenset({"op", "path", "from", "value"})
+
+
+def json_patch_strict_errors(body: bytes) -> list[str]:
+    """Strict errors of a JSON patch body, as apiserver words them (`json patch ...`).
+
+    Decoding into []jsonPatchOp reports duplicate and unknown keys of each operation.
+    """
+    decoded = json.loads(body, object_pairs_hook=_Pairs)
+    found: list[str] = []
+    _walk(decoded, "", found)
+    if isinstance(decoded, list):
+        for index, op in enumerate(decoded):
+            if isinstance(op, _Pairs):
+                found.extend(
+                    f'unknown field "[{index}].{key}"'
+                    for key in dict.fromkeys(k for k, _ in op.pairs)
+                    if key not in _JSON_PATCH_FIELDS
+                )
+    return [f"json patch {error}" for error in found]
