@@ -9,6 +9,7 @@ import yaml
 
 from minikcp.machinery import (
     errors,
+    go_text,
     json_patch,
     merge_patch,
     server_side_apply,
@@ -96,8 +97,8 @@ async def patch(
         def shown() -> str:
             # apiserver shows the patch map (%+v) for SMP, the patched object's JSON otherwise.
             if patch_type == STRATEGIC_MERGE_PATCH:
-                return smp_errors.go_quote(smp_errors.go_value(document))
-            return smp_errors.go_quote(orjson.dumps(patched).decode())
+                return go_text.go_quote(smp_errors.go_value(document))
+            return go_text.go_quote(orjson.dumps(patched).decode())
 
         # Strict decoding of a patch fails with 422 on "patch" (apiserver's patch handler);
         # this also drops unknown fields before the store checks the object again.

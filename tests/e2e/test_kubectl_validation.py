@@ -166,21 +166,22 @@ def _containers_patch(*items: dict[str, Any]) -> bytes:
             "",
             id="malformed-json-patch",
         ),
-        # kube-apiserver passes strategic merge errors other than its format sentinels
-        # through as a reason-less 500 carrying the Go message (interpretStrategicMergePatchError).
+        # kube-apiserver passes strategic merge errors other than its format sentinels through
+        # as a 500 (interpretStrategicMergePatchError); bad input is never a server error here,
+        # so minikcp answers 400 BadRequest with the same Go message.
         pytest.param(
             _containers_patch({"image": "nginx:1.28"}),
             SMP,
-            500,
-            "",
+            400,
+            "BadRequest",
             "map: map[image:nginx:1.28] does not contain declared merge key: name",
             id="missing-merge-key",
         ),
         pytest.param(
             _containers_patch({"name": "main", "$patch": "bogus"}),
             SMP,
-            500,
-            "",
+            400,
+            "BadRequest",
             "unknown patch type: bogus in map: map[$patch:bogus name:main]",
             id="unknown-patch-directive",
         ),
