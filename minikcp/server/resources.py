@@ -87,8 +87,20 @@ class ResourceHandler:
         namespace: str,
         query: dict[str, str],
     ) -> web.StreamResponse:
-        store = self.registry.store(rt)
         verb, name, sub = info.verb, info.name, info.subresource
+        reviewer = self.registry.reviewer(rt)
+        if reviewer is not None and verb == "create":
+            opts = write_options(query, request.headers.get("User-Agent", ""))
+            body = await _read_body(request)
+            question = _as_object(
+                encoding.decode_body(
+                    body,
+                    _content_type(request),
+                    strict=opts.field_validation == "Strict",
+                )
+            )
+            return _json(await reviewer.create(ctx, question, opts), status=201)
+        store = self.registry.store(rt)
         if verb == "watch" or (verb == "get" and name and _is_watch(query)):
             if name:
                 query["fieldSelector"] = _merge_name_selector(query.get("fieldSelector", ""), name)
