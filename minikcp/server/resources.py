@@ -97,6 +97,7 @@ class ResourceHandler:
                     body,
                     _content_type(request),
                     strict=opts.field_validation == "Strict",
+                    kind=rt,
                 )
             )
             return _json(await reviewer.create(ctx, question, opts), status=201)
@@ -119,7 +120,9 @@ class ResourceHandler:
             if name:
                 raise errors.method_not_allowed("create", info.resource)
             body = await _read_body(request)
-            new = _as_object(encoding.decode_body(body, _content_type(request), strict=strict))
+            new = _as_object(
+                encoding.decode_body(body, _content_type(request), strict=strict, kind=rt)
+            )
             created = await store.create(ctx, namespace, new, opts)
             return self._object(request, rt, created, query, status=201)
         if verb == "update":
@@ -131,7 +134,7 @@ class ResourceHandler:
                     )
                 )
             replacement = _as_object(
-                encoding.decode_body(body, _content_type(request), strict=strict)
+                encoding.decode_body(body, _content_type(request), strict=strict, kind=rt)
             )
             updated = await store.update(ctx, namespace, name, replacement, opts, subresource=sub)
             return self._object(request, rt, updated, query)
