@@ -134,7 +134,7 @@ class NonResourceHandler:
             accept = request.headers.get("Accept", "")
             if "json" not in accept and "protobuf" in accept:
                 proto = openapi.openapi_v2_protobuf(types)
-                return web.Response(body=proto.body, headers={"Content-Type": _OPENAPI_V2_PROTOBUF})
+                return self._document(request, proto, content_type=_OPENAPI_V2_PROTOBUF)
             return self._document(request, openapi.openapi_v2_document(types))
         if len(parts) >= 2 and parts[1] == "v3":
             # URLs keep the logical-cluster prefix the client used (kubectl keeps it anyway).
@@ -173,6 +173,7 @@ class NonResourceHandler:
         *,
         cache_control: str = _NO_CACHE["Cache-Control"],
         extra: dict[str, str] | None = None,
+        content_type: str = encoding.JSON,
     ) -> web.Response:
         headers = {
             "ETag": doc.etag,
@@ -185,9 +186,9 @@ class NonResourceHandler:
         if _accepts_gzip(request.headers.get("Accept-Encoding", "")):
             headers["Content-Encoding"] = "gzip"
             return web.Response(
-                body=doc.gzip_body, headers={**headers, "Content-Type": encoding.JSON}
+                body=doc.gzip_body, headers={**headers, "Content-Type": content_type}
             )
-        return web.Response(body=doc.body, headers={**headers, "Content-Type": encoding.JSON})
+        return web.Response(body=doc.body, headers={**headers, "Content-Type": content_type})
 
 
 def _etags(header: str) -> set[str]:
