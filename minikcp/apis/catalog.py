@@ -257,6 +257,13 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
         verbs=("create",),
     ),
     _rt(
+        "authorization.k8s.io/v1",
+        "SelfSubjectRulesReview",
+        "selfsubjectrulesreviews",
+        namespaced=False,
+        verbs=("create",),
+    ),
+    _rt(
         "authentication.k8s.io/v1",
         "SelfSubjectReview",
         "selfsubjectreviews",

@@ -7,9 +7,9 @@ plain types, `#/components/schemas/` refs wrapped in `allOf` when a description 
 they reference. Everything is built lazily once per catalog; an extended catalog (CRD kinds of one
 logical cluster) rebuilds only the group/versions it adds to and shares the rest with its base.
 
-For `/openapi/v2` with a protobuf-only Accept (what kubectl sends), serve
-`OPENAPI_V2_PROTOBUF_CONTENT_TYPE` with an empty body: an empty gnostic Document is valid, and
-kubectl 1.32 uses v3 for validation, patch types and explain.
+For `/openapi/v2` with a protobuf-only Accept (what kubectl sends), serve the definitions as a
+gnostic protobuf Document (`OPENAPI_V2_PROTOBUF_CONTENT_TYPE`); kubectl 1.27+ use v3 for
+validation, patch types and explain, older ones and `explain --output=plaintext-openapiv2` use v2.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ import orjson
 
 from minikcp.apis import openapi_paths
 from minikcp.apis.catalog import Catalog, ResourceType, Schema, upstream_definitions
+from minikcp.machinery import openapi_v2_protobuf as openapi_v2_protobuf_encoding
 
 OPENAPI_V2_PROTOBUF_CONTENT_TYPE = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
 _V3_REF = "#/components/schemas/"
@@ -323,9 +324,12 @@ def openapi_v2_document(catalog: Catalog) -> OpenAPIDocument:
 
 
 def openapi_v2_protobuf(catalog: Catalog) -> OpenAPIDocument:
-    """The body for a protobuf-only `/openapi/v2` request: an empty (valid) gnostic Document."""
-    del catalog  # the same for every catalog
-    return _EMPTY_V2_PROTOBUF
-
-
-_EMPTY_V2_PROTOBUF = OpenAPIDocument.of(b"")
+    """`/openapi/v2` as gnostic protobuf (what kubectl up to 1.26 reads): the v2 definitions."""
+    key = ("openapi_v2_protobuf",)
+    cached = catalog.memo.get(key)
+    if cached is None:
+        document = orjson.loads(openapi_v2_document(catalog).body)
+        cached = OpenAPIDocument.of(openapi_v2_protobuf_encoding.encode_document(document))
+        catalog.memo[key] = cached
+    assert isinstance(cached, OpenAPIDocument)
+    return cached

@@ -21,7 +21,7 @@ NameCheck = Callable[[str], list[str]]
 def go_value(value: Any) -> str:
     """A value as Go's field errors print it (%q for strings, %v for numbers, %#v otherwise)."""
     if value is None:
-        return "null"
+        return '"null"'  # field.Error turns a nil value into the string "null", then %q
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int | float):

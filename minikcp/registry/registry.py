@@ -8,7 +8,7 @@ import orjson
 
 from minikcp.apis import catalog
 from minikcp.machinery import list_options
-from minikcp.registry import namespaces, store, strategies, watching
+from minikcp.registry import namespaces, reviews, store, strategies, watching
 from minikcp.registry.objects import RequestContext
 from storage import errors as storage_errors
 from storage import hub as storage_hub
@@ -35,6 +35,7 @@ class Registry:
         self.watch_settings = watch_settings
         self._events = watching.EventObjects()
         self._stores: dict[catalog.ResourceType, store.ResourceStore] = {}
+        self._reviewers: dict[catalog.ResourceType, reviews.ReviewStore | None] = {}
         ns_type = self.catalog.by_resource("", "v1", "namespaces")
         assert ns_type is not None
         self.namespaces = namespaces.NamespaceStore(
@@ -87,6 +88,13 @@ class Registry:
             )
             self._stores[rt] = found
         return found
+
+    def reviewer(self, rt: catalog.ResourceType) -> reviews.ReviewStore | None:
+        """The store of a create-only review kind; None for kinds whose objects are stored."""
+        if rt not in self._reviewers:
+            strategy = strategies.review_strategy_for(rt)
+            self._reviewers[rt] = reviews.ReviewStore(rt, strategy) if strategy else None
+        return self._reviewers[rt]
 
     def watch(
         self,

@@ -43,12 +43,19 @@ def wants_table(accept: str, query: Mapping[str, str]) -> TableRequest | None:
     return None
 
 
-def decode_body(body: bytes, content_type: str) -> Any:
-    """Decode a request body by its content type (duplicate keys: see `strict_errors`)."""
+def decode_body(body: bytes, content_type: str, *, kind: catalog.ResourceType | None = None) -> Any:
+    """Decode a request body by its content type (duplicate keys: see `strict_errors`).
+
+    `kind` is the type the endpoint takes: a protobuf body for a kind whose message layout is not
+    known is refused with 415, as upstream refuses a media type a resource does not serve (custom
+    resources); the client then knows to send JSON.
+    """
     media = content_type.split(";", 1)[0].strip().lower()
     if len(body) > MAX_BODY_BYTES:
         raise errors.request_entity_too_large(MAX_BODY_BYTES)
     if media == protobuf.PROTOBUF_CONTENT_TYPE:
+        if kind is not None and not protobuf.can_decode(kind.api_version, kind.kind):
+            raise errors.unsupported_media_type([JSON, YAML])
         return protobuf.decode_object(body)
     if media in (YAML, "application/x-yaml", "text/yaml"):
         try:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import email.utils
 import platform
+import time
 from collections.abc import Callable
 
 import orjson
@@ -16,6 +18,9 @@ from minikcp.server import encoding
 SERVED_MINOR = "32"
 GIT_VERSION = "v1.32.0-minikcp"
 
+# Go's names for the machine, as kube-apiserver reports runtime.GOOS/runtime.GOARCH.
+_GOARCH = {"x86_64": "amd64", "aarch64": "arm64", "i686": "386", "armv7l": "arm"}
+_MACHINE = platform.machine()
 _VERSION = orjson.dumps(
     {
         "major": "1",
@@ -26,7 +31,7 @@ _VERSION = orjson.dumps(
         "buildDate": "2026-12-01T00:00:00Z",
         "goVersion": f"python{platform.python_version()}",
         "compiler": "cpython",
-        "platform": f"{platform.system().lower()}/{platform.machine()}",
+        "platform": f"{platform.system().lower()}/{_GOARCH.get(_MACHINE, _MACHINE)}",
     }
 )
 _NO_CACHE = {"Cache-Control": "no-cache, private"}
@@ -129,36 +134,84 @@ class NonResourceHandler:
             accept = request.headers.get("Accept", "")
             if "json" not in accept and "protobuf" in accept:
                 proto = openapi.openapi_v2_protobuf(types)
-                return web.Response(body=proto.body, headers={"Content-Type": _OPENAPI_V2_PROTOBUF})
+                return self._document(request, proto, content_type=_OPENAPI_V2_PROTOBUF)
             return self._document(request, openapi.openapi_v2_document(types))
         if len(parts) >= 2 and parts[1] == "v3":
+            # URLs keep the logical-cluster prefix the client used (kubectl keeps it anyway).
+            prefix = "" if info.path == request.path else f"/clusters/{info.cluster}"
             if len(parts) == 2:
-                prefix = "" if info.path == request.path else f"/clusters/{info.cluster}"
-                body = openapi.openapi_v3_index(types, prefix)
-                return _raw(body, {"Cache-Control": "no-cache, private"})
+                index = openapi.OpenAPIDocument.of(openapi.openapi_v3_index(types, prefix))
+                return self._document(request, index, cache_control=_NO_CACHE["Cache-Control"])
             group_version = "/".join(parts[2:])
             v3 = openapi.openapi_v3_document(types, group_version)
             if v3 is None:
                 raise _not_found()
-            return self._document(request, v3)
+            if not _accepts_json(request.headers.get("Accept", "")):
+                # Upstream also serves the gnostic protobuf form; only JSON is served here.
+                raise errors.not_acceptable([encoding.JSON])
+            wanted = request.query.get("hash")
+            if wanted is None:
+                return self._document(request, v3)
+            if wanted != v3.hash:
+                # A stale hash (the document changed): send the client to the current one, as
+                # kube-openapi does, rather than serve other content as immutable.
+                location = f"{prefix}/openapi/v3/{group_version}?hash={v3.hash}"
+                return web.Response(status=301, headers={"Location": location, **_NO_CACHE})
+            expires = time.time() + 365 * 24 * 3600
+            return self._document(
+                request,
+                v3,
+                cache_control="public, immutable",
+                extra={"Expires": email.utils.formatdate(expires, usegmt=True)},
+            )
         raise _not_found()
 
     @staticmethod
-    def _document(request: web.Request, doc: openapi.OpenAPIDocument) -> web.Response:
-        immutable = "hash" in request.query
+    def _document(
+        request: web.Request,
+        doc: openapi.OpenAPIDocument,
+        *,
+        cache_control: str = _NO_CACHE["Cache-Control"],
+        extra: dict[str, str] | None = None,
+        content_type: str = encoding.JSON,
+    ) -> web.Response:
         headers = {
             "ETag": doc.etag,
-            "Cache-Control": "public, immutable" if immutable else "no-cache, private",
-            "Vary": "Accept-Encoding",
+            "Cache-Control": cache_control,
+            "Vary": "Accept, Accept-Encoding",
+            **(extra or {}),
         }
-        if request.headers.get("If-None-Match") == doc.etag:
+        if doc.etag in _etags(request.headers.get("If-None-Match", "")):
             return web.Response(status=304, headers=headers)
-        if "gzip" in request.headers.get("Accept-Encoding", ""):
+        if _accepts_gzip(request.headers.get("Accept-Encoding", "")):
             headers["Content-Encoding"] = "gzip"
             return web.Response(
-                body=doc.gzip_body, headers={**headers, "Content-Type": encoding.JSON}
+                body=doc.gzip_body, headers={**headers, "Content-Type": content_type}
             )
-        return web.Response(body=doc.body, headers={**headers, "Content-Type": encoding.JSON})
+        return web.Response(body=doc.body, headers={**headers, "Content-Type": content_type})
+
+
+def _etags(header: str) -> set[str]:
+    """The entity tags of an If-None-Match header (a list; weak tags compare equal)."""
+    return {t.strip().removeprefix("W/") for t in header.split(",") if t.strip()}
+
+
+def _accepts_gzip(header: str) -> bool:
+    for part in header.split(","):
+        coding, _, params = part.strip().partition(";")
+        if coding.strip().lower() in ("gzip", "*"):
+            return params.replace(" ", "") not in ("q=0", "q=0.0", "q=0.00", "q=0.000")
+    return False
+
+
+def _accepts_json(header: str) -> bool:
+    if not header.strip():
+        return True
+    for part in header.split(","):
+        media = part.split(";", 1)[0].strip().lower()
+        if media in (encoding.JSON, "application/*", "*/*"):
+            return True
+    return False
 
 
 def _raw(body: bytes, headers: dict[str, str]) -> web.Response:

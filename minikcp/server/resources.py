@@ -88,8 +88,15 @@ class ResourceHandler:
         namespace: str,
         query: dict[str, str],
     ) -> web.StreamResponse:
-        store = self.registry.store(rt)
         verb, name, sub = info.verb, info.name, info.subresource
+        reviewer = self.registry.reviewer(rt)
+        if reviewer is not None and verb == "create":
+            opts = write_options(query, request.headers.get("User-Agent", ""))
+            body = await _read_body(request)
+            question = _as_object(encoding.decode_body(body, _content_type(request), kind=rt))
+            opts = _with_body_strict_errors(opts, body, _content_type(request))
+            return _json(await reviewer.create(ctx, question, opts), status=201)
+        store = self.registry.store(rt)
         if verb == "watch" or (verb == "get" and name and _is_watch(query)):
             if name:
                 query["fieldSelector"] = _merge_name_selector(query.get("fieldSelector", ""), name)
@@ -107,7 +114,7 @@ class ResourceHandler:
             if name:
                 raise errors.method_not_allowed("create", info.resource)
             body = await _read_body(request)
-            new = _as_object(encoding.decode_body(body, _content_type(request)))
+            new = _as_object(encoding.decode_body(body, _content_type(request), kind=rt))
             opts = _with_body_strict_errors(opts, body, _content_type(request))
             created = await store.create(ctx, namespace, new, opts)
             return self._object(request, rt, created, query, status=201)
@@ -119,7 +126,7 @@ class ResourceHandler:
                         store, ctx, namespace, name, body=body, patch_type=None, opts=opts
                     )
                 )
-            replacement = _as_object(encoding.decode_body(body, _content_type(request)))
+            replacement = _as_object(encoding.decode_body(body, _content_type(request), kind=rt))
             opts = _with_body_strict_errors(opts, body, _content_type(request))
             updated = await store.update(ctx, namespace, name, replacement, opts, subresource=sub)
             return self._object(request, rt, updated, query)

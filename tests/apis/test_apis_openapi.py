@@ -10,6 +10,7 @@ import pytest
 
 from minikcp.apis import openapi
 from minikcp.apis.catalog import Catalog, ResourceType
+from minikcp.machinery import openapi_v2_protobuf
 
 CATALOG = Catalog.builtin()
 
@@ -176,9 +177,12 @@ def test_v2_document() -> None:
     assert "fieldValidation" in [p["name"] for p in patch["parameters"]]
 
 
-def test_v2_protobuf_is_the_empty_document() -> None:
-    empty = openapi.openapi_v2_protobuf(CATALOG)
-    assert empty.body == b""
+def test_v2_protobuf_encodes_the_v2_definitions() -> None:
+    proto = openapi.openapi_v2_protobuf(CATALOG)
+    v2 = orjson.loads(openapi.openapi_v2_document(CATALOG).body)
+    assert proto.body == openapi_v2_protobuf.encode_document(v2)
+    assert b"io.k8s.api.apps.v1.Deployment" in proto.body
+    assert openapi.openapi_v2_protobuf(CATALOG) is proto  # built once per catalog
     assert openapi.OPENAPI_V2_PROTOBUF_CONTENT_TYPE == (
         "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
     )

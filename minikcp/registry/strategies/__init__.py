@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from minikcp.apis import catalog
-from minikcp.registry import strategy
-from minikcp.registry.strategies import apps, batch, core
+from minikcp.registry import reviews, strategy
+from minikcp.registry.strategies import apps, auth, batch, core
 
 _BY_KIND: dict[tuple[str, str], type[strategy.Strategy]] = {
     ("", "Namespace"): core.NamespaceStrategy,
@@ -23,3 +23,16 @@ _BY_KIND: dict[tuple[str, str], type[strategy.Strategy]] = {
 
 def strategy_for(rt: catalog.ResourceType) -> strategy.Strategy:
     return _BY_KIND.get((rt.group, rt.kind), strategy.Strategy)(rt)
+
+
+# Create-only kinds answered without storage (registry/reviews.py).
+_REVIEWS: dict[tuple[str, str], type[reviews.ReviewStrategy]] = {
+    ("authorization.k8s.io", "SelfSubjectAccessReview"): (auth.SelfSubjectAccessReviewStrategy),
+    ("authorization.k8s.io", "SelfSubjectRulesReview"): auth.SelfSubjectRulesReviewStrategy,
+    ("authentication.k8s.io", "SelfSubjectReview"): auth.SelfSubjectReviewStrategy,
+}
+
+
+def review_strategy_for(rt: catalog.ResourceType) -> reviews.ReviewStrategy | None:
+    found = _REVIEWS.get((rt.group, rt.kind))
+    return found(rt) if found is not None else None
