@@ -2,14 +2,22 @@
 
 Prints ConfigMap creates/s, gets/s, updates/s; list latency of 2,000 ConfigMaps (all, and with
 a label selector); watch fan-out of 100 watchers x 100 events (delivered count, p50/p99 latency).
-Run: python bench/api_bench.py [--clients 32] [--objects 2000]
+The clients share the machine's two cores with the server. The Python (aiohttp) client costs
+about as much CPU per request as the server, so when `wrk` is installed (Debian package `wrk`)
+the write and read rates are measured with it as well (32 connections, bearer token), which
+shows what the server itself sustains.
+Run: python bench/api_bench.py [--clients 32] [--objects 2000] [--seconds 8]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
+import re
+import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -141,15 +149,74 @@ async def _watch_fanout(
     )
 
 
+_WRK = Path(__file__).resolve().parent / "wrk"
+
+
+def _wrk(
+    server: server_process.ServerProcess,
+    script: str,
+    url: str,
+    *,
+    clients: int,
+    seconds: int,
+    env: dict[str, str],
+) -> float:
+    token = (server.root / "admin-token").read_text().strip()
+    result = subprocess.run(
+        [
+            "wrk",
+            "-t1",
+            f"-c{clients}",
+            f"-d{seconds}s",
+            "-s",
+            str(_WRK / script),
+            "-H",
+            f"Authorization: Bearer {token}",
+            url,
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **env},
+        check=True,
+    )
+    if "unexpected status" in result.stderr:
+        raise RuntimeError(f"wrk {script}: {result.stderr.strip().splitlines()[0]}")
+    found = re.search(r"Requests/sec:\s+([0-9.]+)", result.stdout)
+    assert found, result.stdout
+    return float(found.group(1))
+
+
+def bench_wrk(server: server_process.ServerProcess, clients: int, seconds: int) -> None:
+    path = "/clusters/bench/api/v1/namespaces/default/configmaps"
+    url = server.base_url + path
+    print(f"# wrk, {clients} connections, HTTPS keep-alive, {seconds}s per case")
+    creates = _wrk(
+        server, "create.lua", url, clients=clients, seconds=seconds, env={"WRK_PREFIX": "wrk"}
+    )
+    print(f"creates/s   {creates:10.0f}")
+    env = {"WRK_BASE": path, "WRK_OBJECTS": "2000"}
+    print(
+        f"gets/s      {_wrk(server, 'get.lua', url, clients=clients, seconds=seconds, env=env):10.0f}"
+    )
+    print(
+        f"updates/s   {_wrk(server, 'update.lua', url, clients=clients, seconds=seconds, env=env):10.0f}"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--clients", type=int, default=32)
     parser.add_argument("--objects", type=int, default=2000)
+    parser.add_argument("--seconds", type=int, default=8, help="duration of each wrk case")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         server = server_process.start_server(Path(tmp))
         try:
             asyncio.run(bench(server, args.clients, args.objects))
+            if shutil.which("wrk"):
+                bench_wrk(server, args.clients, args.seconds)
+            else:
+                print("# wrk not installed: no C-client figures")
         finally:
             server.stop()
 

@@ -113,7 +113,10 @@ async def serve(options: ServeOptions) -> None:
                 }
             )
             application = server_app.build_app(reg, authenticator, ready=ready.is_set)
-            runner = web.AppRunner(application, access_log=None, shutdown_timeout=2.0)
+            # Cancel a handler when its client goes away: a watch nobody reads must not linger.
+            runner = web.AppRunner(
+                application, access_log=None, shutdown_timeout=2.0, handler_cancellation=True
+            )
             await runner.setup()
             site = web.TCPSite(runner, host, options.secure_port, ssl_context=_ssl_context(creds))
             try:
