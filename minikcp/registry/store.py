@@ -361,7 +361,7 @@ class ResourceStore:
                 raise errors.conflict(
                     self.rt.plural, name, errors.STALE_OBJECT, group=self.rt.group
                 )
-            old = current.view()
+            old = current.stored_view()  # as stored: no resourceVersion, no cluster annotation
             new = self._prepare_update(desired, old, subresource)
             self._validate(ctx, new, old, opts)
             if managed:
