@@ -112,7 +112,14 @@ async def patch(
         else False
     )
     obj = await store.guaranteed_update(
-        ctx, namespace, name, mutate, opts, subresource=subresource, retry=not precondition
+        ctx,
+        namespace,
+        name,
+        mutate,
+        opts,
+        subresource=subresource,
+        retry=not precondition,
+        decoded=True,
     )
     return obj, False
 

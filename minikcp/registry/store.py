@@ -341,11 +341,13 @@ class ResourceStore:
         subresource: str = "",
         retry: bool = True,
         managed: bool = True,
+        decoded: bool = False,
     ) -> StoredObject:
         """Read, mutate, validate and compare-and-swap; retry when another write won the race.
 
         `mutate` receives a private copy of the current client view and returns the desired object
-        (with the current resourceVersion unless the caller wants a precondition).
+        (with the current resourceVersion unless the caller wants a precondition). `decoded` says
+        the mutation already ran the decode checks on what it returns.
         """
         for _ in range(_MAX_RETRIES):
             current = await self.find(ctx, namespace, name)
@@ -355,7 +357,8 @@ class ResourceStore:
                 raise errors.not_found(self.rt.plural, name, group=self.rt.group)
             desired = self._normalise(desired, namespace)
             self._check_name(desired, name)
-            self.decode_checks(ctx, desired, opts)
+            if not decoded:
+                self.decode_checks(ctx, desired, opts)
             wanted_rv = desired["metadata"].get("resourceVersion")
             if wanted_rv and wanted_rv != str(current.revision):
                 raise errors.conflict(
