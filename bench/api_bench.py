@@ -195,12 +195,9 @@ def bench_wrk(server: server_process.ServerProcess, clients: int, seconds: int) 
     )
     print(f"creates/s   {creates:10.0f}")
     env = {"WRK_BASE": path, "WRK_OBJECTS": "2000"}
-    print(
-        f"gets/s      {_wrk(server, 'get.lua', url, clients=clients, seconds=seconds, env=env):10.0f}"
-    )
-    print(
-        f"updates/s   {_wrk(server, 'update.lua', url, clients=clients, seconds=seconds, env=env):10.0f}"
-    )
+    for label, script in (("gets/s", "get.lua"), ("updates/s", "update.lua")):
+        rate = _wrk(server, script, url, clients=clients, seconds=seconds, env=env)
+        print(f"{label:11s} {rate:10.0f}")
 
 
 def main() -> None:
