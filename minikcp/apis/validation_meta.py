@@ -11,6 +11,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from minikcp.machinery import names
 from minikcp.machinery.errors import Cause
 
 NameCheck = Callable[[str], list[str]]
@@ -84,10 +85,7 @@ def nonnegative(path: str, value: Any) -> list[Cause]:
 # -- name formats (k8s.io/apimachinery/pkg/util/validation) ------------------------------------
 
 _DNS1123_LABEL = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-_DNS1123_SUBDOMAIN = _DNS1123_LABEL + "(\\." + _DNS1123_LABEL + ")*"
 _DNS1035_LABEL = "[a-z]([-a-z0-9]*[a-z0-9])?"
-_QUALIFIED_NAME = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
-_LABEL_VALUE = "(" + _QUALIFIED_NAME + ")?"
 _CONFIG_KEY = "[-._a-zA-Z0-9]+"
 
 
@@ -95,11 +93,7 @@ def _full(pattern: str) -> re.Pattern[str]:
     return re.compile("^" + pattern + "$")
 
 
-_RE_LABEL = _full(_DNS1123_LABEL)
-_RE_SUBDOMAIN = _full(_DNS1123_SUBDOMAIN)
 _RE_DNS1035 = _full(_DNS1035_LABEL)
-_RE_QUALIFIED = _full(_QUALIFIED_NAME)
-_RE_LABEL_VALUE = _full(_LABEL_VALUE)
 _RE_CONFIG_KEY = _full(_CONFIG_KEY)
 
 
@@ -114,29 +108,12 @@ def max_len_error(length: int) -> str:
     return f"must be no more than {length} characters"
 
 
-def dns1123_label(value: str) -> list[str]:
-    errs = [max_len_error(63)] if len(value) > 63 else []
-    if not _RE_LABEL.match(value):
-        if _RE_SUBDOMAIN.match(value):
-            errs.append("must not contain dots")
-        else:
-            msg = (
-                "a lowercase RFC 1123 label must consist of lower case alphanumeric characters "
-                "or '-', and must start and end with an alphanumeric character"
-            )
-            errs.append(regex_error(msg, _DNS1123_LABEL, "my-name", "123-abc"))
-    return errs
-
-
-def dns1123_subdomain(value: str) -> list[str]:
-    errs = [max_len_error(253)] if len(value) > 253 else []
-    if not _RE_SUBDOMAIN.match(value):
-        msg = (
-            "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, "
-            "'-' or '.', and must start and end with an alphanumeric character"
-        )
-        errs.append(regex_error(msg, _DNS1123_SUBDOMAIN, "example.com"))
-    return errs
+# The name formats themselves live in machinery.names; these are the names validators here use.
+dns1123_label = names.dns1123_label_errors
+dns1123_subdomain = names.dns1123_subdomain_errors
+path_segment_name = names.path_segment_name_errors
+qualified_name = names.qualified_name_errors
+label_value = names.label_value_errors
 
 
 def dns1035_label(value: str) -> list[str]:
@@ -147,59 +124,6 @@ def dns1035_label(value: str) -> list[str]:
             "with an alphabetic character, and end with an alphanumeric character"
         )
         errs.append(regex_error(msg, _DNS1035_LABEL, "my-name", "abc-123"))
-    return errs
-
-
-def path_segment_name(value: str) -> list[str]:
-    """RBAC names: anything usable as one URL path segment."""
-    if value in (".", ".."):
-        return [f"may not be '{value}'"]
-    return [f"may not contain '{c}'" for c in "/%" if c in value]
-
-
-_QUALIFIED_MSG = (
-    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
-    "alphanumeric character"
-)
-
-
-def qualified_name(value: str) -> list[str]:
-    parts = value.split("/")
-    errs: list[str] = []
-    if len(parts) == 1:
-        name = parts[0]
-    elif len(parts) == 2:
-        prefix, name = parts
-        if not prefix:
-            errs.append("prefix part must be non-empty")
-        else:
-            errs.extend("prefix part " + m for m in dns1123_subdomain(prefix))
-    else:
-        return [
-            "a qualified name "
-            + regex_error(_QUALIFIED_MSG, _QUALIFIED_NAME, "MyName", "my.name", "123-abc")
-            + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
-        ]
-    if not name:
-        errs.append("name part must be non-empty")
-    elif len(name) > 63:
-        errs.append("name part " + max_len_error(63))
-    if not _RE_QUALIFIED.match(name):
-        errs.append(
-            "name part "
-            + regex_error(_QUALIFIED_MSG, _QUALIFIED_NAME, "MyName", "my.name", "123-abc")
-        )
-    return errs
-
-
-def label_value(value: str) -> list[str]:
-    errs = [max_len_error(63)] if len(value) > 63 else []
-    if not _RE_LABEL_VALUE.match(value):
-        msg = (
-            "a valid label must be an empty string or consist of alphanumeric characters, "
-            "'-', '_' or '.', and must start and end with an alphanumeric character"
-        )
-        errs.append(regex_error(msg, _LABEL_VALUE, "MyValue", "my_value", "12345"))
     return errs
 
 
