@@ -84,7 +84,6 @@ def nonnegative(path: str, value: Any) -> list[Cause]:
 
 # -- name formats (k8s.io/apimachinery/pkg/util/validation) ------------------------------------
 
-_DNS1123_LABEL = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 _DNS1035_LABEL = "[a-z]([-a-z0-9]*[a-z0-9])?"
 _CONFIG_KEY = "[-._a-zA-Z0-9]+"
 
