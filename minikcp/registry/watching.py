@@ -125,6 +125,9 @@ async def watch(
             ).to_status(),
         )
         return
+    # The stream ends at its deadline: one timer closes the watcher, whatever it is doing.
+    loop = asyncio.get_running_loop()
+    closer = loop.call_at(loop.time() + (deadline - time.monotonic()), watcher.close)
     try:
         for obj in initial:
             yield WatchEvent(ADDED, obj)
@@ -133,20 +136,18 @@ async def watch(
         filtered = not (opts.label_selector.empty and opts.field_selector.empty)
         next_bookmark = time.monotonic() + settings.bookmark_interval
         while True:
-            now = time.monotonic()
-            if now >= deadline:
-                return
-            wait = deadline - now
-            if opts.allow_watch_bookmarks:
-                wait = min(wait, max(next_bookmark - now, 0.0))
             try:
-                async with asyncio.timeout(wait):
+                if opts.allow_watch_bookmarks:
+                    # Wake up for bookmarks too; watches without them need no timer per event.
+                    wait = max(next_bookmark - time.monotonic(), 0.0)
+                    async with asyncio.timeout(wait):
+                        event = await anext(watcher)
+                else:
                     event = await anext(watcher)
             except TimeoutError:
-                if opts.allow_watch_bookmarks and time.monotonic() >= next_bookmark:
-                    next_bookmark = time.monotonic() + settings.bookmark_interval
-                    if watcher.pending == 0:
-                        yield WatchEvent(BOOKMARK, revision=max(hub.revision, start))
+                next_bookmark = time.monotonic() + settings.bookmark_interval
+                if watcher.pending == 0:
+                    yield WatchEvent(BOOKMARK, revision=max(hub.revision, start))
                 continue
             except StopAsyncIteration:
                 return
@@ -165,6 +166,7 @@ async def watch(
             if converted is not None:
                 yield converted
     finally:
+        closer.cancel()
         watcher.close()
 
 
