@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import signal
 import ssl
@@ -45,7 +46,8 @@ class StartupError(Exception):
 
 async def open_storage(options: ServeOptions) -> storage_interface.Storage:
     """The composition root's one choice of backend."""
-    url = options.storage_url or f"sqlite:///{options.root_dir / 'data.db'}"
+    # sqlite:///abs/path is absolute, sqlite://rel/path relative (netloc + path), as with file URLs.
+    url = options.storage_url or f"sqlite://{(options.root_dir / 'data.db').resolve()}"
     parsed = urlparse(url)
     if parsed.scheme == "sqlite":
         path = Path(parsed.path if not parsed.netloc else parsed.netloc + parsed.path)
@@ -82,6 +84,7 @@ def _ssl_context(creds: pki.Credentials) -> ssl.SSLContext:
 
 async def serve(options: ServeOptions) -> None:
     started = time.monotonic()
+    options = dataclasses.replace(options, root_dir=options.root_dir.resolve())
     root = options.root_dir
     host = options.bind_address
     creds = pki.ensure_credentials(root, [host])

@@ -187,3 +187,34 @@ def test_sigterm_ends_open_watches_and_exits_cleanly(tmp_path: Path) -> None:
         assert code == 200
     finally:
         assert again.stop() == 0
+
+
+def test_relative_root_dir_stays_where_it_was_started(tmp_path: Path) -> None:
+    port = server_process.free_port()
+    with subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "minikcp.cli.main",
+            "start",
+            "--root-dir",
+            "state",
+            "--secure-port",
+            str(port),
+        ],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        env={**__import__("os").environ, "PYTHONPATH": str(Path(__file__).parents[2])},
+    ) as proc:
+        try:
+            deadline = time.monotonic() + 20
+            while time.monotonic() < deadline and not (tmp_path / "state" / "data.db").exists():
+                assert proc.poll() is None, proc.stdout.read() if proc.stdout else ""
+                time.sleep(0.05)
+            assert (tmp_path / "state" / "data.db").exists()
+            config = yaml.safe_load((tmp_path / "state" / "admin.kubeconfig").read_text())
+            assert config["current-context"] == "root"
+        finally:
+            proc.terminate()
+            assert proc.wait(timeout=15) == 0
