@@ -23,7 +23,7 @@ import enum
 import re
 from dataclasses import dataclass
 
-from minikcp.machinery import protobuf_pod_messages
+from minikcp.machinery import protobuf_cluster_messages, protobuf_pod_messages
 
 SCALARS = frozenset({"string", "bytes", "int32", "int64", "bool"})
 SPECIALS = frozenset(
@@ -78,6 +78,7 @@ KIND_MESSAGES: dict[tuple[str, str], str] = {
     ("policy/v1", "PodDisruptionBudget"): "PodDisruptionBudget",
     ("policy/v1", "Eviction"): "Eviction",
     ("networking.k8s.io/v1", "Ingress"): "Ingress",
+    **protobuf_cluster_messages.CLUSTER_KINDS,
 }
 
 # DeleteOptions is registered in every group version, and upstream's delete handler accepts it
@@ -151,7 +152,8 @@ _META: dict[str, str] = {
     "Preconditions": "1 uid *string; 2 resourceVersion *string",
 }
 
-# k8s.io/api/core/v1, except the pod types (protobuf_pod_messages)
+# k8s.io/api/core/v1, except the pod types (protobuf_pod_messages) and events and endpoints
+# (protobuf_cluster_messages)
 _CORE: dict[str, str] = {
     "Namespace": "1 metadata ObjectMeta; 2 spec NamespaceSpec; 3 status NamespaceStatus",
     "NamespaceSpec": "1 finalizers []string",
@@ -539,5 +541,10 @@ def _build(*tables: dict[str, str]) -> dict[str, Message]:
 
 
 MESSAGES: dict[str, Message] = _build(
-    _META, _CORE, _WORKLOADS, _ACCESS, protobuf_pod_messages.POD_MESSAGES
+    _META,
+    _CORE,
+    _WORKLOADS,
+    _ACCESS,
+    protobuf_pod_messages.POD_MESSAGES,
+    protobuf_cluster_messages.CLUSTER_MESSAGES,
 )

@@ -244,27 +244,38 @@ def test_protobuf_bodies_the_decoder_cannot_read(server: ServerProcess, cluster:
         _get(server, cluster, f"{ns}/configmaps/pb")["metadata"]["uid"]
         == (created["metadata"]["uid"])
     )
-    # Served kinds without a known message layout: 415, as for a media type a resource does not
-    # support upstream; the client can send JSON instead.
-    for path, api_version, kind in (
-        (f"{ns}/events", "v1", "Event"),
-        (f"{ns}/endpoints", "v1", "Endpoints"),
-        ("/apis/apps/v1/namespaces/default/replicasets", "apps/v1", "ReplicaSet"),
+    # The kinds Go controllers write (client-go 1.32+ sends them as protobuf) are decoded, then
+    # validated like a JSON body: a bare name is a valid Event, Endpoints or Lease only.
+    for path, api_version, kind, expected in (
+        (f"{ns}/events", "v1", "Event", 201),
+        ("/apis/events.k8s.io/v1/namespaces/default/events", "events.k8s.io/v1", "Event", 422),
+        (f"{ns}/endpoints", "v1", "Endpoints", 201),
+        ("/apis/apps/v1/namespaces/default/replicasets", "apps/v1", "ReplicaSet", 422),
         (
             "/apis/coordination.k8s.io/v1/namespaces/default/leases",
             "coordination.k8s.io/v1",
             "Lease",
+            201,
         ),
     ):
-        status, refused = _post(server, cluster, path, _protobuf(api_version, kind, "x"), PROTOBUF)
-        assert status == 415, refused
-        assert refused["reason"] == "UnsupportedMediaType"
-        assert refused["message"] == (
-            "the body of the request was in an unknown format - accepted media types include: "
-            "application/json, application/yaml"
-        )
-        listed = _get(server, cluster, path)
-        assert listed["items"] == []
+        status, decoded = _post(server, cluster, path, _protobuf(api_version, kind, "p"), PROTOBUF)
+        assert status == expected, decoded
+        if status == 201:
+            assert (decoded["kind"], decoded["metadata"]["name"]) == (kind, "p")
+        else:
+            assert decoded["reason"] == "Invalid"
+    # Served kinds without a known message layout: 415, as for a media type a resource does not
+    # support upstream; the client can send JSON instead.
+    crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+    crd = _protobuf("apiextensions.k8s.io/v1", "CustomResourceDefinition", "x")
+    status, refused = _post(server, cluster, crds, crd, PROTOBUF)
+    assert status == 415, refused
+    assert refused["reason"] == "UnsupportedMediaType"
+    assert refused["message"] == (
+        "the body of the request was in an unknown format - accepted media types include: "
+        "application/json, application/yaml"
+    )
+    assert _get(server, cluster, crds)["items"] == []
     status, ok = _post(
         server,
         cluster,
