@@ -334,6 +334,71 @@ def unknown_fields(
     return out
 
 
+_CONTAINERS = (shapes.OBJECT, shapes.ARRAY, shapes.MAP)
+
+
+def _decode_unknown(
+    shape: Shape, value: Any, struct: str, stack: list[str], path: str, out: list[str] | None
+) -> None:
+    """`_decode` and `_unknown` in one walk: raises the decode error, collects into `out`
+    (None: nothing to collect below here) exactly the paths `_unknown` would."""
+    if out is not None and (len(out) >= 100 or shape.preserve_unknown):
+        out = None
+    kind = shape.kind
+    if out is None or value is None or kind not in _CONTAINERS:
+        _decode(shape, value, struct, stack)
+        return
+    if kind == shapes.OBJECT:
+        if not isinstance(value, dict):
+            raise _type_error(_json_type(value), shape.go_type, struct, stack)
+        fields = shape.fields
+        inner = shape.struct or struct
+        for key, sub in value.items():
+            field = fields.get(key)
+            if field is None:
+                sub_path = f"{path}.{key}" if path else key
+                if sub_path not in out:
+                    out.append(sub_path)
+                continue
+            stack.append(key)
+            if field.kind in _CONTAINERS:
+                _decode_unknown(field, sub, inner, stack, f"{path}.{key}" if path else key, out)
+            else:
+                _decode(field, sub, inner, stack)
+            stack.pop()
+        return
+    item = shape.item
+    if kind == shapes.ARRAY:
+        if not isinstance(value, list):
+            raise _type_error(_json_type(value), shape.go_type, struct, stack)
+        if item is not None and item.kind != shapes.ANY:
+            for i, element in enumerate(value):
+                _decode_unknown(item, element, struct, stack, f"{path}[{i}]", out)
+        return
+    if not isinstance(value, dict):
+        raise _type_error(_json_type(value), shape.go_type, struct, stack)
+    if item is not None and item.kind != shapes.ANY:
+        for key, element in value.items():
+            _decode_unknown(item, element, struct, stack, f"{path}.{key}" if path else key, out)
+
+
+def checked_unknown_fields(
+    rt: ResourceType, obj: Mapping[str, Any], *, catalog: Catalog | None = None
+) -> list[str]:
+    """`validate` then `unknown_fields`, in one walk for built-in kinds."""
+    if not rt.builtin:
+        validate(rt, obj, catalog=catalog)
+        return unknown_fields(rt, obj, catalog=catalog)
+    out: list[str] = []
+    try:
+        _decode_unknown(_shape(rt, catalog), obj, "", [], "", out)
+    except _DecodeError as failure:
+        raise bad_request(
+            f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: {failure}'
+        ) from None
+    return out
+
+
 def _prune(shape: Shape, value: Any) -> None:
     if shape.preserve_unknown:
         return

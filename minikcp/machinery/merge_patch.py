@@ -5,7 +5,8 @@ ways that are kept here: a patch that is not an object or an array (`null`, a st
 is rejected with 400 "Invalid JSON Patch", and nulls are pruned from objects inside any value the
 patch places (also objects inside arrays), since a null can only mean "delete".
 
-Nothing here mutates its arguments, and a result never shares a list or dict with them.
+Nothing here mutates its arguments, and a result never shares a list or dict with them (except
+with the target of `apply_merge_patch_owned`, which its caller gives up).
 """
 
 from __future__ import annotations
@@ -74,6 +75,29 @@ def apply_merge_patch(target: Any, patch: Any) -> Any:
     if not isinstance(patch, dict | list):
         raise errors.bad_request("Invalid JSON Patch")
     return _merge(target, patch)
+
+
+def _merge_owned(target: Any, patch: Any) -> Any:
+    if not isinstance(patch, dict) or not isinstance(target, dict):
+        return _placed(patch)
+    out = {k: v for k, v in target.items() if k not in patch}
+    for key, value in patch.items():
+        if value is None:
+            continue
+        if key in target:
+            out[key] = _merge_owned(target[key], value)
+        else:
+            out[key] = _placed(value)
+    order = [k for k in target if k in out] + [k for k in patch if k in out and k not in target]
+    return {k: out[k] for k in order}
+
+
+def apply_merge_patch_owned(target: Any, patch: Any) -> Any:
+    """`apply_merge_patch` for a `target` the caller owns and gives up: the result may share
+    target's lists and dicts (never the patch's), which saves copying the untouched parts."""
+    if not isinstance(patch, dict | list):
+        raise errors.bad_request("Invalid JSON Patch")
+    return _merge_owned(target, patch)
 
 
 def create_merge_patch(original: Mapping[str, Any], modified: Mapping[str, Any]) -> dict[str, Any]:

@@ -20,6 +20,8 @@ from datetime import datetime
 from functools import lru_cache
 from typing import Any, Final
 
+import orjson
+
 from minikcp.machinery import apply_shapes, errors, field_sets, go_text, structured_merge
 from minikcp.machinery.apply_shapes import Shape
 from minikcp.machinery.field_sets import FieldSet
@@ -154,10 +156,32 @@ def decode_managed_fields(entries: Any) -> tuple[Managers, Times]:
         applied = operation == "Apply"
         mid = ManagerId(manager, operation, "" if applied else api_version, subresource)
         raw_fields = entry.get("fieldsV1")
-        fields = field_sets.decode_fields_v1(raw_fields if raw_fields is not None else {})
+        fields = _decode_fields(raw_fields if raw_fields is not None else {})
         managers[mid] = Owned(fields, api_version, applied)
         times[mid] = entry.get("time")
     return managers, times
+
+
+_FIELDS_CACHE: dict[bytes, FieldSet] = {}
+_FIELDS_CACHE_SIZE = 4096
+
+
+def _decode_fields(raw: Any) -> FieldSet:
+    """decode_fields_v1, memoised by the entry's JSON text (most writes re-read the same sets).
+
+    Sharing is safe: a FieldSet is never changed once built (set operations return new sets).
+    """
+    try:
+        key = orjson.dumps(raw)
+    except TypeError:
+        return field_sets.decode_fields_v1(raw)
+    found = _FIELDS_CACHE.get(key)
+    if found is None:
+        found = field_sets.decode_fields_v1(raw)
+        if len(_FIELDS_CACHE) >= _FIELDS_CACHE_SIZE:
+            _FIELDS_CACHE.clear()
+        _FIELDS_CACHE[key] = found
+    return found
 
 
 def encode_managed_fields(managers: Managers, times: Times) -> list[dict[str, Any]]:

@@ -88,7 +88,8 @@ async def patch(
         if patch_type == JSON_PATCH:
             patched = json_patch.apply_json_patch(current, document)
         elif patch_type == MERGE_PATCH:
-            patched = merge_patch.apply_merge_patch(current, document)
+            # `current` is a private copy made for this mutation: no need to copy it again.
+            patched = merge_patch.apply_merge_patch_owned(current, document)
         else:
             patched = strategic_merge.apply_strategic_merge(current, document, store.schema)
         if not isinstance(patched, dict):

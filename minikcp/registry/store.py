@@ -539,8 +539,7 @@ def decode_checks(
     the field "patch" as apiserver's patch handler words it. Under Warn each is a warning.
     Unknown fields are dropped from `obj` unless the request fails.
     """
-    validation.validate(rt, obj)
-    unknown = validation.unknown_fields(rt, obj)
+    unknown = validation.checked_unknown_fields(rt, obj)
     found = [*body_errors, *opts.body_strict_errors]
     found += validation.unknown_field_warnings(unknown)
     if not found:

@@ -377,3 +377,48 @@ def test_base64_errors_point_at_the_first_bad_character(data: bytes, where: int)
     error = validation.decode_error(secrets, obj)
     assert error is not None
     assert error.message.endswith(f"illegal base64 data at input byte {position}")
+
+
+@pytest.mark.parametrize(
+    "obj",
+    [
+        {
+            "kind": "Pod",
+            "metadata": {"name": "p", "bogus": 1},
+            "spec": {
+                "containers": [
+                    {
+                        "name": "c",
+                        "image": "i",
+                        "extra": {"x": 1},
+                        "ports": [{"containerPort": 1, "z": 2}],
+                    }
+                ],
+                "nodeSelector": {"a": "b"},
+                "zz": None,
+            },
+        },
+        {"metadata": {"labels": {"a": 1}}, "spec": {"containers": [{"name": "c", "nope": 1}]}},
+        {"spec": {"containers": [{"name": 5}]}, "top": 1},
+        {"metadata": {"managedFields": [{"fieldsV1": {"f:x": {}}, "weird": 1}]}},
+    ],
+)
+def test_checked_unknown_fields_is_validate_then_unknown_fields(obj: dict[str, Any]) -> None:
+    rt = rt_of("", "pods")
+    expected: str | list[str]
+    try:
+        validation.validate(rt, obj)
+        expected = validation.unknown_fields(rt, obj)
+    except StatusError as exc:
+        expected = exc.message
+    try:
+        got: str | list[str] = validation.checked_unknown_fields(rt, obj)
+    except StatusError as exc:
+        got = exc.message
+    assert got == expected
+
+
+def test_checked_unknown_fields_stops_collecting_where_unknown_fields_does() -> None:
+    rt = rt_of("", "configmaps")
+    obj = {"metadata": {f"k{i}": i for i in range(150)}, **{f"t{i}": i for i in range(10)}}
+    assert validation.checked_unknown_fields(rt, obj) == validation.unknown_fields(rt, obj)

@@ -204,3 +204,16 @@ def test_inputs_are_never_mutated_or_shared(doc: dict[str, Any], patch: dict[str
 def test_created_patches_share_nothing(original: dict[str, Any], modified: dict[str, Any]) -> None:
     patch = merge_patch.create_merge_patch(original, modified)
     assert set(containers(patch)).isdisjoint(set(containers(original)) | set(containers(modified)))
+
+
+def test_owned_target_merges_like_apply_merge_patch_and_leaves_the_patch_alone() -> None:
+    target = {"a": {"b": 1, "c": [1, {"d": 2}]}, "e": "x", "f": {"g": None}}
+    patch = {"a": {"b": None, "h": {"i": None, "j": 3}}, "k": [{"l": None}], "e": None}
+    expected = merge_patch.apply_merge_patch(target, patch)
+    patch_before = merge_patch.copy_json(patch)
+    result = merge_patch.apply_merge_patch_owned(merge_patch.copy_json(target), patch)
+    assert result == expected
+    assert list(result) == list(expected) and list(result["a"]) == list(expected["a"])
+    assert patch == patch_before
+    result["k"][0]["m"] = 1
+    assert patch == patch_before
