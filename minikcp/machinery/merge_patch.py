@@ -11,7 +11,7 @@ with the target of `apply_merge_patch_owned`, which its caller gives up).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from minikcp.machinery import errors
@@ -48,17 +48,16 @@ def _placed(value: Any) -> Any:
     return value
 
 
-def _merge(target: Any, patch: Any) -> Any:
-    if not isinstance(patch, dict):
+def _merge(target: Any, patch: Any, keep: Callable[[Any], Any]) -> Any:
+    """Merge; `keep` is applied to the target's untouched values (a copy, or nothing)."""
+    if not isinstance(patch, dict) or not isinstance(target, dict):
         return _placed(patch)
-    if not isinstance(target, dict):
-        return _placed(patch)
-    out = {k: copy_json(v) for k, v in target.items() if k not in patch}
+    out = {k: keep(v) for k, v in target.items() if k not in patch}
     for key, value in patch.items():
         if value is None:
             continue
         if key in target:
-            out[key] = _merge(target[key], value)
+            out[key] = _merge(target[key], value, keep)
         else:
             out[key] = _placed(value)
     # Keep the target's key order, then new keys in the patch's order.
@@ -74,22 +73,11 @@ def apply_merge_patch(target: Any, patch: Any) -> Any:
     """
     if not isinstance(patch, dict | list):
         raise errors.bad_request("Invalid JSON Patch")
-    return _merge(target, patch)
+    return _merge(target, patch, copy_json)
 
 
-def _merge_owned(target: Any, patch: Any) -> Any:
-    if not isinstance(patch, dict) or not isinstance(target, dict):
-        return _placed(patch)
-    out = {k: v for k, v in target.items() if k not in patch}
-    for key, value in patch.items():
-        if value is None:
-            continue
-        if key in target:
-            out[key] = _merge_owned(target[key], value)
-        else:
-            out[key] = _placed(value)
-    order = [k for k in target if k in out] + [k for k in patch if k in out and k not in target]
-    return {k: out[k] for k in order}
+def _shared(value: Any) -> Any:
+    return value
 
 
 def apply_merge_patch_owned(target: Any, patch: Any) -> Any:
@@ -97,7 +85,7 @@ def apply_merge_patch_owned(target: Any, patch: Any) -> Any:
     target's lists and dicts (never the patch's), which saves copying the untouched parts."""
     if not isinstance(patch, dict | list):
         raise errors.bad_request("Invalid JSON Patch")
-    return _merge_owned(target, patch)
+    return _merge(target, patch, _shared)
 
 
 def create_merge_patch(original: Mapping[str, Any], modified: Mapping[str, Any]) -> dict[str, Any]:
