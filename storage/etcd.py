@@ -92,12 +92,9 @@ class EtcdStorage:
         start_after: str | None = None,
         at_revision: int | None = None,
     ) -> RangeResult:
-        prefix = keys.check_prefix(prefix)
-        limit = keys.check_revision(limit, what="limit")
-        if at_revision is not None:
-            at_revision = keys.check_revision(at_revision, what="at_revision")
-        if start_after is not None and not isinstance(start_after, str):
-            raise errors.InvalidKey(f"start_after must be a str, not {type(start_after).__name__}")
+        prefix, limit, start_after, at_revision = keys.check_range(
+            prefix, limit=limit, start_after=start_after, at_revision=at_revision
+        )
         low = start_after + "\x00" if start_after is not None and start_after >= prefix else prefix
         request = rpc.RangeRequest(
             key=low.encode(),
