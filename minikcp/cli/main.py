@@ -92,7 +92,8 @@ def main(argv: list[str] | None = None) -> int:
     except serve.StartupError as exc:
         print(f"minikcp: {exc}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        # A signal during start-up: nothing was serving yet, so stopping is a clean exit.
         pass
     return 0
 

@@ -84,6 +84,22 @@ def _ssl_context(creds: pki.Credentials) -> ssl.SSLContext:
 
 async def serve(options: ServeOptions) -> None:
     started = time.monotonic()
+    ready = asyncio.Event()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    main_task = asyncio.current_task()
+    assert main_task is not None
+
+    def on_signal() -> None:
+        # Before the listener is up there is nothing to drain: abandon start-up at once.
+        if ready.is_set():
+            stop.set()
+        else:
+            main_task.cancel()
+
+    # Installed first, so a signal at any point of start-up still ends the process cleanly.
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, on_signal)
     options = dataclasses.replace(options, root_dir=options.root_dir.resolve())
     root = options.root_dir
     host = options.bind_address
@@ -93,11 +109,6 @@ async def serve(options: ServeOptions) -> None:
     kubeconfigs.write(root / "admin.kubeconfig", kubeconfigs.build(creds, base_url=base_url))
 
     store = await open_storage(options)
-    ready = asyncio.Event()
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
     try:
         hub = storage_hub.WatchHub(
             store,

@@ -218,3 +218,31 @@ def test_relative_root_dir_stays_where_it_was_started(tmp_path: Path) -> None:
         finally:
             proc.terminate()
             assert proc.wait(timeout=15) == 0
+
+
+@pytest.mark.parametrize("first_file", ["ca.crt", "data.db"])
+def test_sigterm_during_startup_exits_cleanly(tmp_path: Path, first_file: str) -> None:
+    """A signal that lands while credentials or storage are still being set up is a clean stop."""
+    port = server_process.free_port()
+    with subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "minikcp.cli.main",
+            "start",
+            "--root-dir",
+            str(tmp_path / "state"),
+            "--secure-port",
+            str(port),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    ) as proc:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not (tmp_path / "state" / first_file).exists():
+            assert proc.poll() is None
+            time.sleep(0.002)
+        proc.send_signal(signal.SIGTERM)
+        output = proc.communicate(timeout=15)[0].decode()
+        assert proc.returncode == 0, output
+        assert "Traceback" not in output
