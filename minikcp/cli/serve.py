@@ -22,9 +22,9 @@ from minikcp.machinery import users
 from minikcp.registry import registry
 from minikcp.server import app as server_app
 from storage import errors as storage_errors
-from storage import etcd, sqlite
 from storage import hub as storage_hub
 from storage import interface as storage_interface
+from storage import sqlite
 
 logger = logging.getLogger(__name__)
 
@@ -65,6 +65,9 @@ async def open_storage(options: ServeOptions) -> storage_interface.Storage:
     if parsed.scheme == "etcd":
         if not parsed.netloc:
             raise StartupError(f"storage URL {url!r} names no etcd endpoint (etcd://host:port)")
+        # Imported here: the gRPC stack costs a noticeable share of start-up on the default.
+        from storage import etcd
+
         try:
             remote: storage_interface.Storage = await etcd.EtcdStorage.open(parsed.netloc)
         except storage_errors.StoreUnavailable as exc:
