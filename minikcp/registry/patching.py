@@ -56,10 +56,10 @@ async def patch(
     body: bytes,
     opts: WriteOptions,
     subresource: str = "",
-    custom: bool = False,
 ) -> tuple[StoredObject, bool]:
     """Apply a patch; returns (object, created) — only apply patches create."""
-    accepted = CUSTOM_PATCH_TYPES if custom else BUILTIN_PATCH_TYPES
+    # Strategic merge needs the patch strategies of Go structs: custom resources have none.
+    accepted = BUILTIN_PATCH_TYPES if store.rt.builtin else CUSTOM_PATCH_TYPES
     if patch_type not in accepted:
         raise errors.unsupported_media_type(list(accepted))
     document = decode_patch_body(patch_type, body)
