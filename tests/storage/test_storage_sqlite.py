@@ -233,3 +233,54 @@ async def test_a_write_batch_that_fails_to_commit_fails_every_writer(tmp_path: P
         )
         assert all(isinstance(r, errors.StoreUnavailable) for r in results)
         assert await store.current_revision() == 1
+
+
+async def test_point_reads_agree_with_the_file_under_concurrent_writes(tmp_path: Path) -> None:
+    # Point reads are served from memory for keys with no write on its way. Many writers race
+    # on few keys (creates, compare-and-swap updates, deletes, prefix deletions) while readers
+    # read: no read may go back in time, and once writes settle every read is the file's row.
+    import random
+
+    rng = random.Random(7)
+    names = [K + str(n) for n in range(6)]
+    path = tmp_path / "store.db"
+    seen: dict[str, int] = {}
+
+    async def read(key: str) -> None:
+        item = await store.get(key)
+        revision = 0 if item is None else item.mod_rev
+        assert revision >= seen.get(key, 0) or item is None
+        if item is not None:
+            seen[key] = item.mod_rev
+
+    async def write(key: str) -> None:
+        choice = rng.random()
+        current = await store.get(key)
+        try:
+            if current is None:
+                await store.create(key, rng.randbytes(4))
+            elif choice < 0.6:
+                await store.update(key, rng.randbytes(4), expected_mod_rev=current.mod_rev)
+            elif choice < 0.95:
+                await store.delete(key, expected_mod_rev=current.mod_rev)
+            else:
+                await store.delete_prefix(K)
+        except (errors.KeyExists, errors.Conflict, errors.NotFound):
+            pass
+        await read(key)
+
+    async with await sqlite.SqliteStorage.open(path) as store:
+        for _ in range(40):
+            await asyncio.gather(
+                *(write(rng.choice(names)) for _ in range(12)),
+                *(read(rng.choice(names)) for _ in range(12)),
+            )
+            with sqlite3.connect(path) as conn:
+                for key in names:
+                    row = conn.execute(
+                        "SELECT value, create_rev, mod_rev FROM kv WHERE key = ?", (key,)
+                    ).fetchone()
+                    item = await store.get(key)
+                    assert (
+                        None if item is None else (item.value, item.create_rev, item.mod_rev)
+                    ) == row
