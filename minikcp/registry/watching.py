@@ -35,20 +35,51 @@ class WatchEvent:
     initial_events_end: bool = False  # BOOKMARK closing sendInitialEvents
 
 
+_MISSING = object()
+
+
+class _Filter:
+    """What a watch's events depend on besides the event: its store and its selectors.
+
+    Made once per watch; its hash is computed once, so looking up a shared conversion is cheap.
+    """
+
+    __slots__ = ("_hash", "filtered", "key", "opts", "rstore")
+
+    def __init__(self, rstore: generic_store.ResourceStore, opts: list_options.ListOptions) -> None:
+        self.rstore = rstore
+        self.opts = opts
+        self.filtered = not (opts.label_selector.empty and opts.field_selector.empty)
+        self.key = (rstore, opts.label_selector, opts.field_selector)
+        self._hash = hash(self.key)
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        return self is other or (isinstance(other, _Filter) and self.key == other.key)
+
+
+class _Shared:
+    """One event as every watcher sees it: its objects, and its conversion per filter."""
+
+    __slots__ = ("converted", "new", "old")
+
+    def __init__(self, new: StoredObject | None, old: StoredObject | None) -> None:
+        self.new = new
+        self.old = old
+        self.converted: dict[_Filter, WatchEvent | None] = {}
+
+
 class EventObjects:
-    """Decoded objects of recent events, shared by all watchers (bounded)."""
+    """Decoded objects of recent events and their conversions, shared by all watchers (bounded)."""
 
     def __init__(self, size: int = 4096) -> None:
         self._size = size
-        self._cache: collections.OrderedDict[int, tuple[StoredObject | None, StoredObject | None]]
-        self._cache = collections.OrderedDict()
+        # By revision and key: one revision may carry several events (a transaction).
+        self._cache: collections.OrderedDict[tuple[int, str], _Shared] = collections.OrderedDict()
 
-    def get(
-        self, event: storage_types.Event, cluster: str
-    ) -> tuple[StoredObject | None, StoredObject | None]:
-        found = self._cache.get(event.revision)
-        if found is not None:
-            return found
+    def _add(self, event: storage_types.Event, cluster: str) -> _Shared:
         new = (
             StoredObject(event.value, cluster=cluster, revision=event.revision)
             if event.value is not None
@@ -60,11 +91,24 @@ class EventObjects:
             if event.prev_value is not None
             else None
         )
-        pair = (new, old)
-        self._cache[event.revision] = pair
+        shared = _Shared(new, old)
+        self._cache[(event.revision, event.key)] = shared
         if len(self._cache) > self._size:
             self._cache.popitem(last=False)
-        return pair
+        return shared
+
+    def convert(self, event: storage_types.Event, flt: _Filter) -> WatchEvent | None:
+        """The event as a watch with this filter receives it (None: not for it); shared."""
+        shared = self._cache.get((event.revision, event.key))
+        if shared is not None:
+            found = shared.converted.get(flt, _MISSING)
+            if found is not _MISSING:
+                return found  # type: ignore[return-value]
+        else:
+            shared = self._add(event, keys.cluster_of(flt.rstore.rt, event.key))
+        result = _convert(flt.rstore, shared.new, shared.old, event, flt.opts, flt.filtered)
+        shared.converted[flt] = result
+        return result
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,7 +177,7 @@ async def watch(
             yield WatchEvent(ADDED, obj)
         if opts.send_initial_events and opts.allow_watch_bookmarks:
             yield WatchEvent(BOOKMARK, revision=start, initial_events_end=True)
-        filtered = not (opts.label_selector.empty and opts.field_selector.empty)
+        flt = _Filter(rstore, opts)
         next_bookmark = time.monotonic() + settings.bookmark_interval
         while True:
             try:
@@ -162,7 +206,7 @@ async def watch(
                     ).to_status(),
                 )
                 return
-            converted = _convert(rstore, shared, event, opts, filtered=filtered)
+            converted = shared.convert(event, flt)
             if converted is not None:
                 yield converted
     finally:
@@ -172,14 +216,12 @@ async def watch(
 
 def _convert(
     rstore: generic_store.ResourceStore,
-    shared: EventObjects,
+    new: StoredObject | None,
+    old: StoredObject | None,
     event: storage_types.Event,
     opts: list_options.ListOptions,
-    *,
     filtered: bool,
 ) -> WatchEvent | None:
-    cluster = keys.cluster_of(rstore.rt, event.key)
-    new, old = shared.get(event, cluster)
     if event.type is storage_types.EventType.DELETE:
         if old is None or (filtered and not rstore.matches(old, opts)):
             return None

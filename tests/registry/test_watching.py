@@ -1,0 +1,93 @@
+"""Watches through the registry: events converted once per event are right for every filter."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from minikcp.machinery import list_options
+from minikcp.registry import objects, registry, watching
+from storage import hub, sqlite
+
+
+@pytest.fixture
+async def reg(tmp_path: Path) -> AsyncIterator[registry.Registry]:
+    store = await sqlite.SqliteStorage.open(tmp_path / "store.db", compact_interval=None)
+    watch_hub = hub.WatchHub(store, start_revision=await store.current_revision())
+    task = asyncio.create_task(watch_hub.run())
+    try:
+        yield await registry.Registry.open(store, watch_hub)
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        await store.close()
+
+
+def _opts(**query: str) -> list_options.ListOptions:
+    return list_options.parse_list_options({"watch": "1", **query}, watch=True)
+
+
+async def _take(events: AsyncIterator[watching.WatchEvent], n: int) -> list[tuple[str, str, str]]:
+    got: list[tuple[str, str, str]] = []
+    async with asyncio.timeout(5):
+        while len(got) < n:
+            event = await anext(events)
+            assert event.object is not None
+            meta = event.object.metadata
+            got.append((event.type, meta["name"], meta.get("labels", {}).get("tier", "")))
+    return got
+
+
+async def test_watchers_with_different_selectors_each_get_their_own_view(
+    reg: registry.Registry,
+) -> None:
+    cms = reg.catalog.by_resource("", "v1", "configmaps")
+    assert cms is not None
+    store = reg.store(cms)
+    ctx = objects.RequestContext(cluster="c1")
+    start = str(reg.hub.revision)
+    everything = reg.watch(cms, ctx, "default", _opts(resourceVersion=start))
+    fronts = [
+        reg.watch(cms, ctx, "default", _opts(resourceVersion=start, labelSelector="tier=front"))
+        for _ in range(3)
+    ]
+    backs = [
+        reg.watch(cms, ctx, "default", _opts(resourceVersion=start, labelSelector="tier=back"))
+        for _ in range(2)
+    ]
+    other_cluster = reg.watch(
+        cms, objects.RequestContext(cluster="c2"), "default", _opts(resourceVersion=start)
+    )
+
+    def cm(name: str, tier: str, value: str = "") -> dict[str, Any]:
+        return {"metadata": {"name": name, "labels": {"tier": tier}}, "data": {"v": value}}
+
+    write = objects.WriteOptions()
+    await store.create(ctx, "default", cm("a", "front"), write)
+    await store.create(ctx, "default", cm("b", "back"), write)
+    await store.update(ctx, "default", "a", cm("a", "back"), write)  # front -> back
+    await store.update(ctx, "default", "b", cm("b", "back", "2"), write)
+    await store.create(objects.RequestContext(cluster="c2"), "default", cm("z", "front"), write)
+
+    assert await _take(everything, 4) == [
+        ("ADDED", "a", "front"),
+        ("ADDED", "b", "back"),
+        ("MODIFIED", "a", "back"),
+        ("MODIFIED", "b", "back"),
+    ]
+    for front in fronts:
+        # Leaving the selection is a DELETED carrying the previous content.
+        assert await _take(front, 2) == [("ADDED", "a", "front"), ("DELETED", "a", "front")]
+    for back in backs:
+        assert await _take(back, 3) == [
+            ("ADDED", "b", "back"),
+            ("ADDED", "a", "back"),
+            ("MODIFIED", "b", "back"),
+        ]
+    assert await _take(other_cluster, 1) == [("ADDED", "z", "front")]
+    for events in [everything, *fronts, *backs, other_cluster]:
+        await events.aclose()  # type: ignore[attr-defined]
