@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import time
+import weakref
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
@@ -41,23 +42,17 @@ _MISSING = object()
 class _Filter:
     """What a watch's events depend on besides the event: its store and its selectors.
 
-    Made once per watch; its hash is computed once, so looking up a shared conversion is cheap.
+    One per distinct filter while some watch uses it (see `EventObjects.filter`), so it is
+    compared and hashed by identity: looking up a shared conversion costs no Python call.
     """
 
-    __slots__ = ("_hash", "filtered", "key", "opts", "rstore")
+    __slots__ = ("__weakref__", "filtered", "key", "opts", "rstore")
 
     def __init__(self, rstore: generic_store.ResourceStore, opts: list_options.ListOptions) -> None:
         self.rstore = rstore
         self.opts = opts
         self.filtered = not (opts.label_selector.empty and opts.field_selector.empty)
         self.key = (rstore, opts.label_selector, opts.field_selector)
-        self._hash = hash(self.key)
-
-    def __hash__(self) -> int:
-        return self._hash
-
-    def __eq__(self, other: object) -> bool:
-        return self is other or (isinstance(other, _Filter) and self.key == other.key)
 
 
 class _Shared:
@@ -78,6 +73,15 @@ class EventObjects:
         self._size = size
         # By revision and key: one revision may carry several events (a transaction).
         self._cache: collections.OrderedDict[tuple[int, str], _Shared] = collections.OrderedDict()
+        self._filters: weakref.WeakValueDictionary[tuple[object, ...], _Filter]
+        self._filters = weakref.WeakValueDictionary()
+
+    def filter(
+        self, rstore: generic_store.ResourceStore, opts: list_options.ListOptions
+    ) -> _Filter:
+        """The filter of a watch; watches with the same store and selectors share one."""
+        flt = _Filter(rstore, opts)
+        return self._filters.setdefault(flt.key, flt)
 
     def _add(self, event: storage_types.Event, cluster: str) -> _Shared:
         new = (
@@ -177,7 +181,7 @@ async def watch(
             yield WatchEvent(ADDED, obj)
         if opts.send_initial_events and opts.allow_watch_bookmarks:
             yield WatchEvent(BOOKMARK, revision=start, initial_events_end=True)
-        flt = _Filter(rstore, opts)
+        flt = shared.filter(rstore, opts)
         next_bookmark = time.monotonic() + settings.bookmark_interval
         while True:
             try:
