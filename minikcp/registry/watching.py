@@ -25,6 +25,7 @@ from storage import types as storage_types
 ADDED, MODIFIED, DELETED, BOOKMARK, ERROR = "ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 DEFAULT_TIMEOUT = 1800.0
+PRE_TIMEOUT_BOOKMARK = 2.0  # seconds before a watch's timeout that its last bookmark is sent
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,10 +183,10 @@ async def watch(
         if opts.send_initial_events and opts.allow_watch_bookmarks:
             yield WatchEvent(BOOKMARK, revision=start, initial_events_end=True)
         flt = shared.filter(rstore, opts)
-        next_bookmark = time.monotonic() + settings.bookmark_interval
+        next_bookmark = _next_bookmark(time.monotonic(), deadline, settings.bookmark_interval)
         while True:
             try:
-                if opts.allow_watch_bookmarks:
+                if opts.allow_watch_bookmarks and next_bookmark is not None:
                     # Wake up for bookmarks too; watches without them need no timer per event.
                     wait = max(next_bookmark - time.monotonic(), 0.0)
                     async with asyncio.timeout(wait):
@@ -193,7 +194,9 @@ async def watch(
                 else:
                     event = await anext(watcher)
             except TimeoutError:
-                next_bookmark = time.monotonic() + settings.bookmark_interval
+                next_bookmark = _next_bookmark(
+                    time.monotonic(), deadline, settings.bookmark_interval
+                )
                 if watcher.pending == 0:
                     yield WatchEvent(BOOKMARK, revision=max(hub.revision, start))
                 continue
@@ -216,6 +219,16 @@ async def watch(
     finally:
         closer.cancel()
         watcher.close()
+
+
+def _next_bookmark(now: float, deadline: float, interval: float) -> float | None:
+    """When the next bookmark is due: every interval, and 2 s before the watch times out.
+
+    As upstream's cacheWatcher.nextBookmarkTime: the last bookmark lets a client re-watch from
+    as recent a revision as possible. None when that moment has passed: no more bookmarks.
+    """
+    due = min(now + interval, deadline - PRE_TIMEOUT_BOOKMARK)
+    return due if due > now else None
 
 
 def _convert(

@@ -254,6 +254,34 @@ def test_watch_initial_events_and_bookmark(server: ServerProcess, cluster: str) 
     )
 
 
+def test_watch_sends_a_bookmark_just_before_it_times_out(
+    server: ServerProcess, cluster: str
+) -> None:
+    """As upstream's cacheWatcher: the last bookmark comes 2 s before timeoutSeconds."""
+    _, _, body = server.request("GET", _cm_path(cluster))
+    rv = orjson.loads(body)["metadata"]["resourceVersion"]
+    query = f"?watch=1&resourceVersion={rv}&allowWatchBookmarks=true&timeoutSeconds=4"
+    req = urllib.request.Request(server.base_url + _cm_path(cluster) + query)
+    started = time.monotonic()
+    arrived: list[float] = []
+    events: list[dict[str, object]] = []
+    with urllib.request.urlopen(req, context=server.ssl_context()) as resp:
+        server.request(
+            "POST", _cm_path(cluster), orjson.dumps({"metadata": {"name": "bm"}}), headers=JSON
+        )
+        for line in resp:
+            events.append(orjson.loads(line))
+            arrived.append(time.monotonic() - started)
+    ended = time.monotonic() - started
+    assert [e["type"] for e in events] == ["ADDED", "BOOKMARK"]
+    added_rv = int(events[0]["object"]["metadata"]["resourceVersion"])  # type: ignore[index]
+    bookmark = events[1]["object"]
+    assert bookmark["kind"] == "ConfigMap"  # type: ignore[index]
+    assert int(bookmark["metadata"]["resourceVersion"]) >= added_rv  # type: ignore[index]
+    assert 1.5 <= arrived[1] < ended - 1.0
+    assert ended >= 3.5
+
+
 def test_watch_label_selector_transitions(server: ServerProcess, cluster: str) -> None:
     server.request(
         "POST", _cm_path(cluster), orjson.dumps({"metadata": {"name": "t"}}), headers=JSON
