@@ -106,7 +106,7 @@ async def concurrent_creates(store: sqlite.SqliteStorage, prefix: str, total: in
     await asyncio.gather(*(writer(n) for n in range(CONCURRENCY)))
 
 
-async def writes(store: sqlite.SqliteStorage, raw_path: Path, count: int) -> None:
+async def writes(store: sqlite.SqliteStorage, raw_path: Path, count: int) -> tuple[int, float]:
     """Write rates; each figure is the best of ROUNDS, raw and store measured in turn."""
     raw = raw_single = single = group = 0.0
     total = count * 4
@@ -146,7 +146,22 @@ async def writes(store: sqlite.SqliteStorage, raw_path: Path, count: int) -> Non
         for key in keys:
             await store.get(key)
 
-    report("point reads", len(keys) / await seconds(point_reads), raw_reads)
+    # Keys read or written lately are served from the store's memory cache.
+    report("point reads, recently used keys", len(keys) / await seconds(point_reads), raw_reads)
+    return total, raw_reads
+
+
+async def cold_point_reads(store: sqlite.SqliteStorage, total: int, raw_reads: float) -> None:
+    """Each key once, on a store just opened: every read goes to the file."""
+    keys = [f"{PREFIX}group/0/{i:08d}" for i in random.sample(range(total), min(total, 50_000))]
+
+    async def point_reads() -> None:
+        for key in keys:
+            await store.get(key)
+
+    report(
+        "point reads, each key once (from file)", len(keys) / await seconds(point_reads), raw_reads
+    )
 
 
 async def ranges(store: sqlite.SqliteStorage, raw_path: Path) -> None:
@@ -205,9 +220,13 @@ async def fan_out(store: sqlite.SqliteStorage, count: int) -> None:
 
 async def measure(directory: Path, writes_count: int) -> None:
     raw_path = directory / "raw.db"
-    store = await sqlite.SqliteStorage.open(directory / "store.db", compact_interval=None)
+    path = directory / "store.db"
+    store = await sqlite.SqliteStorage.open(path, compact_interval=None)
     try:
-        await writes(store, raw_path, writes_count)
+        total, raw_reads = await writes(store, raw_path, writes_count)
+        await store.close()
+        store = await sqlite.SqliteStorage.open(path, compact_interval=None)
+        await cold_point_reads(store, total, raw_reads)
         await ranges(store, raw_path)
         await fan_out(store, writes_count * 4)
     finally:
