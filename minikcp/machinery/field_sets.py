@@ -341,9 +341,17 @@ class FieldSet:
                     children[element] = common
         return FieldSet(self.members & other.members, children)
 
+    def _apart_from(self, other: FieldSet) -> bool:
+        """No element of this level is one of `other`'s (so removing `other` removes nothing)."""
+        return (
+            other.members.isdisjoint(self.members)
+            and other.members.isdisjoint(self.children)
+            and other.children.keys().isdisjoint(self.children)
+        )
+
     def difference(self, other: FieldSet) -> FieldSet:
         """Removes `other`'s paths; a removed parent keeps its children (as upstream)."""
-        if (not self.members and not self.children) or other.is_empty():
+        if (not self.members and not self.children) or self._apart_from(other):
             return self
         children = {}
         for element, mine in self.children.items():
@@ -358,7 +366,7 @@ class FieldSet:
 
     def recursive_difference(self, other: FieldSet) -> FieldSet:
         """Removes `other`'s paths and everything below them."""
-        if (not self.members and not self.children) or other.is_empty():
+        if (not self.members and not self.children) or self._apart_from(other):
             return self
         children = {}
         for element, mine in self.children.items():
