@@ -22,6 +22,8 @@ from decimal import Decimal
 from functools import lru_cache
 from typing import Any
 
+import orjson
+
 from minikcp.machinery.go_text import go_quote
 
 PathElement = str
@@ -233,7 +235,7 @@ def path_text(path: Path) -> str:
 class FieldSet:
     """A set of paths; see the module docstring. Children are never empty."""
 
-    __slots__ = ("children", "members")
+    __slots__ = ("_encoded", "children", "members")
 
     def __init__(
         self,
@@ -242,6 +244,9 @@ class FieldSet:
     ) -> None:
         self.members: set[PathElement] = members if members is not None else set()
         self.children: dict[PathElement, FieldSet] = children if children is not None else {}
+        # The FieldsV1 JSON of the set, kept by encode_fields_v1 (sets are not changed once
+        # built; `insert`, the one builder method, drops it anyway).
+        self._encoded: bytes | None = None
 
     @classmethod
     def of(cls, *paths: Path) -> FieldSet:
@@ -254,6 +259,7 @@ class FieldSet:
         """Adds `path` (not its parents); only while building a set."""
         if not path:
             return  # nobody owns the whole object
+        self._encoded = None
         node = self
         for element in path[:-1]:
             child = node.children.get(element)
@@ -275,7 +281,11 @@ class FieldSet:
         return self.children.get(element) or FieldSet()
 
     def is_empty(self) -> bool:
-        return not self.members and all(c.is_empty() for c in self.children.values())
+        if self.members:
+            return False
+        if not self.children:
+            return True
+        return all(c.is_empty() for c in self.children.values())
 
     def __bool__(self) -> bool:
         return not self.is_empty()
@@ -300,6 +310,16 @@ class FieldSet:
         for element in sorted(self.children, key=element_order):
             yield from self.children[element].paths((*prefix, element))
 
+    def issubset(self, other: FieldSet) -> bool:
+        """Every path of this set is in `other` (and no child of this set is missing there)."""
+        if not self.members <= other.members:
+            return False
+        for element, mine in self.children.items():
+            theirs = other.children.get(element)
+            if theirs is None or not mine.issubset(theirs):
+                return False
+        return True
+
     def union(self, other: FieldSet) -> FieldSet:
         if other.is_empty():
             return self
@@ -321,9 +341,17 @@ class FieldSet:
                     children[element] = common
         return FieldSet(self.members & other.members, children)
 
+    def _apart_from(self, other: FieldSet) -> bool:
+        """No element of this level is one of `other`'s (so removing `other` removes nothing)."""
+        return (
+            other.members.isdisjoint(self.members)
+            and other.members.isdisjoint(self.children)
+            and other.children.keys().isdisjoint(self.children)
+        )
+
     def difference(self, other: FieldSet) -> FieldSet:
         """Removes `other`'s paths; a removed parent keeps its children (as upstream)."""
-        if other.is_empty():
+        if (not self.members and not self.children) or self._apart_from(other):
             return self
         children = {}
         for element, mine in self.children.items():
@@ -338,7 +366,7 @@ class FieldSet:
 
     def recursive_difference(self, other: FieldSet) -> FieldSet:
         """Removes `other`'s paths and everything below them."""
-        if other.is_empty():
+        if (not self.members and not self.children) or self._apart_from(other):
             return self
         children = {}
         for element, mine in self.children.items():
@@ -393,8 +421,17 @@ def _decode_node(data: Mapping[str, Any]) -> tuple[FieldSet | None, bool]:
 
 
 def encode_fields_v1(fields: FieldSet) -> dict[str, Any]:
-    """The FieldsV1 object for a set, keys in upstream's order, `.` first where a node is owned."""
-    return _encode_node(fields, include_self=False)
+    """The FieldsV1 object for a set, keys in upstream's order, `.` first where a node is owned.
+
+    Always a new dict; the set keeps its encoding as JSON for the next call.
+    """
+    encoded = fields._encoded
+    if encoded is None:
+        out = _encode_node(fields, include_self=False)
+        fields._encoded = orjson.dumps(out)
+        return out
+    found: dict[str, Any] = orjson.loads(encoded)
+    return found
 
 
 def _encode_node(fields: FieldSet, *, include_self: bool) -> dict[str, Any]:

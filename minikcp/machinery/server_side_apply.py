@@ -248,7 +248,14 @@ def _is_reset(entries: Any) -> bool:
 
 def _ignored(subresource: str, reset_fields: Iterable[Iterable[str]] | None) -> FieldSet:
     if reset_fields is None:
-        reset_fields = {"": (("status",),), "status": (("spec",),)}.get(subresource, ())
+        return _default_ignored(subresource)
+    return FieldSet.of(*(tuple("f:" + name for name in path) for path in reset_fields))
+
+
+@lru_cache(maxsize=64)
+def _default_ignored(subresource: str) -> FieldSet:
+    # Shared: a FieldSet is never changed once built.
+    reset_fields = {"": (("status",),), "status": (("spec",),)}.get(subresource, ())
     return FieldSet.of(*(tuple("f:" + name for name in path) for path in reset_fields))
 
 
@@ -279,13 +286,25 @@ def _settle(
 ) -> structured_merge.Comparison:
     """Takes what changed from the other managers; conflicts unless forced (upstream `update`)."""
     changes = structured_merge.compare(live, new, shape).excluding(ignored)
+    _settle_changes(changes, managers, actor, force=force)
+    return changes
+
+
+def _settle_changes(
+    changes: structured_merge.Comparison,
+    managers: Managers,
+    actor: ManagerId | None,
+    *,
+    force: bool,
+) -> None:
     changed = changes.modified.union(changes.added)
     conflicts = {}
-    for mid, owned in managers.items():
-        if mid != actor:
-            clash = owned.fields.intersection(changed)
-            if clash:
-                conflicts[mid] = clash
+    if changed:
+        for mid, owned in managers.items():
+            if mid != actor:
+                clash = owned.fields.intersection(changed)
+                if clash:
+                    conflicts[mid] = clash
     if conflicts and not force:
         raise ApplyConflictError(conflicts)
     for mid, owned in list(managers.items()):
@@ -295,10 +314,14 @@ def _settle(
         if mid in conflicts:
             fields = fields.difference(conflicts[mid])
         fields = fields.difference(changes.removed)
-        managers[mid] = replace(owned, fields=fields)
+        if fields is not owned.fields:
+            managers[mid] = replace(owned, fields=fields)
+    _drop_unowned(managers)
+
+
+def _drop_unowned(managers: Managers) -> None:
     for mid in [mid for mid, owned in managers.items() if not owned.fields]:
         del managers[mid]
-    return changes
 
 
 def _record_update(
@@ -311,18 +334,59 @@ def _record_update(
     shape: Shape,
     ignored: FieldSet,
     now: str,
+    shortcut: bool = True,
 ) -> None:
-    """An ordinary write: what it changed moves to `mid`, whose time is bumped if it took any."""
-    changes = _settle(live, new, managers, None, force=True, shape=shape, ignored=ignored)
+    """An ordinary write: what it changed moves to `mid`, whose time is bumped if it took any.
+
+    `shortcut` takes the short way when the write changes only fields `mid` owns alone (the
+    usual repeated update): nobody's set changes then, only `mid`'s time. The result is the
+    same either way (the tests compare both ways).
+    """
+    changes = structured_merge.compare(live, new, shape).excluding(ignored)
+    if shortcut and _only_own_fields(changes, managers, mid, ignored):
+        if changes.modified or changes.added:
+            times[mid] = now
+        _drop_unowned(managers)
+        _cap_update_managers(managers, times)
+        return
+    _settle_changes(changes, managers, None, force=True)
     took = changes.modified.union(changes.added).recursive_difference(ignored)
     took = took.difference(_STRIPPED)
     if took:
         previous = managers.get(mid)
         if previous is not None:
-            took = took.union(previous.fields)
+            # Taking only what it owns already keeps the very set (and its kept encoding).
+            took = (
+                previous.fields if took.issubset(previous.fields) else took.union(previous.fields)
+            )
         managers[mid] = Owned(took, mid.api_version, applied=False)
         times[mid] = now
     _cap_update_managers(managers, times)
+
+
+def _only_own_fields(
+    changes: structured_merge.Comparison, managers: Managers, mid: ManagerId, ignored: FieldSet
+) -> bool:
+    """Nothing was removed, and all that changed is `mid`'s, is taken whole, and nobody else's.
+
+    Settling such a write leaves every other set as it is and gives `mid` back exactly the set
+    it had ((owned - changed) + changed = owned).
+    """
+    if changes.removed:
+        return False
+    changed = changes.modified.union(changes.added)
+    if not changed:
+        return True
+    owned = managers.get(mid)
+    if owned is None or owned.applied or owned.api_version != mid.api_version:
+        return False
+    if not changed.issubset(owned.fields):
+        return False
+    if not changed.issubset(changed.recursive_difference(ignored).difference(_STRIPPED)):
+        return False
+    return not any(
+        other.fields.intersection(changed) for key, other in managers.items() if key != mid
+    )
 
 
 def _cap_update_managers(managers: Managers, times: Times) -> None:

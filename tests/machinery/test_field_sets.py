@@ -222,3 +222,44 @@ def test_set_algebra_laws(a: FieldSet, b: FieldSet) -> None:
     assert set(a.recursive_difference(b).paths()) == {
         path for path in in_a if not any(path[:i] in in_b for i in range(1, len(path) + 1))
     }
+
+
+@settings(max_examples=60, deadline=None)
+@given(_sets, _sets)
+def test_issubset_is_path_inclusion(a: FieldSet, b: FieldSet) -> None:
+    in_a, in_b = set(a.paths()), set(b.paths())
+    assert a.issubset(b) == (in_a <= in_b)
+    assert a.issubset(a.union(b))
+
+
+@settings(max_examples=100, deadline=None)
+@given(_sets, _sets)
+def test_set_operations_encode_like_a_set_built_from_their_paths(a: FieldSet, b: FieldSet) -> None:
+    # Includes the shortcuts (nothing to remove, a subset): same wire form as a fresh build.
+    unrelated = FieldSet.of(("f:~unused",), ("f:~other", "f:x"))
+    for out in (
+        a.difference(b),
+        a.recursive_difference(b),
+        a.difference(unrelated),
+        a.recursive_difference(unrelated),
+        a.union(b),
+    ):
+        rebuilt = FieldSet.of(*out.paths())
+        assert orjson.dumps(field_sets.encode_fields_v1(out)) == orjson.dumps(
+            field_sets.encode_fields_v1(rebuilt)
+        )
+    assert a.difference(unrelated) == a and a.recursive_difference(unrelated) == a
+
+
+def test_a_set_keeps_its_encoding_and_hands_out_fresh_dicts() -> None:
+    fields = FieldSet.of(f("data", "key"), f("metadata", "labels"))
+    first = field_sets.encode_fields_v1(fields)
+    first["f:data"]["f:other"] = {}  # the caller owns what it got
+    second = field_sets.encode_fields_v1(fields)
+    assert second == {"f:data": {"f:key": {}}, "f:metadata": {"f:labels": {}}}
+    assert list(second) == ["f:data", "f:metadata"]
+    fields.insert(f("data", "more"))  # building further drops the kept encoding
+    assert field_sets.encode_fields_v1(fields) == {
+        "f:data": {"f:key": {}, "f:more": {}},
+        "f:metadata": {"f:labels": {}},
+    }
