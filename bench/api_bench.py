@@ -5,7 +5,9 @@ a label selector); watch fan-out of 100 watchers x 100 events (delivered count, 
 The clients share the machine's two cores with the server. The Python (aiohttp) client costs
 about as much CPU per request as the server, so when `wrk` is installed (Debian package `wrk`)
 the write and read rates are measured with it as well (32 connections, bearer token), which
-shows what the server itself sustains.
+shows what the server itself sustains. For the same reason the watch fan-out is measured twice:
+read by aiohttp in this process, and read by bench/watch_clients.py, a bare uvloop protocol per
+watch in a process of its own.
 Run: python bench/api_bench.py [--clients 32] [--objects 2000] [--seconds 8]
 """
 
@@ -102,6 +104,7 @@ async def bench(server: server_process.ServerProcess, clients: int, objects: int
             )
 
         await _watch_fanout(session, base, watchers=100, events=100)
+        await _lean_watch_fanout(server, session, base, watchers=100, events=100)
 
 
 async def _watch_fanout(
@@ -136,16 +139,65 @@ async def _watch_fanout(
     await asyncio.wait_for(all_ready.wait(), 30)
     await asyncio.sleep(0.2)
     for i in range(events):
-        body = {
-            "metadata": {"name": f"fan-{i}", "labels": {"fanout": "yes"}},
-            "data": {"sent": repr(time.time())},
-        }
-        async with session.post(base, data=orjson.dumps(body)) as r:
-            await r.read()
+        await _post_stamped(session, base, f"fan-{i}", "yes")
     await asyncio.wait_for(asyncio.gather(*tasks), 60)
     print(
         f"watch fan-out  {watchers} watchers x {events} events: delivered {delivered}, "
         f"p50 {_pct(latencies, 0.5):.1f} ms, p99 {_pct(latencies, 0.99):.1f} ms"
+    )
+
+
+_WATCH_CLIENTS = Path(__file__).resolve().parent / "watch_clients.py"
+
+
+async def _post_stamped(session: aiohttp.ClientSession, base: str, name: str, fanout: str) -> None:
+    body = {
+        "metadata": {"name": name, "labels": {"fanout": fanout}},
+        "data": {"sent": repr(time.time())},
+    }
+    async with session.post(base, data=orjson.dumps(body)) as r:
+        assert r.status == 201, await r.text()
+        await r.read()
+
+
+async def _lean_watch_fanout(
+    server: server_process.ServerProcess,
+    session: aiohttp.ClientSession,
+    base: str,
+    *,
+    watchers: int,
+    events: int,
+) -> None:
+    """The same fan-out read by bench/watch_clients.py, a separate low-CPU client process."""
+    async with session.get(base + "?limit=1") as r:
+        rv = orjson.loads(await r.read())["metadata"]["resourceVersion"]
+    # Its own label: the streams of the aiohttp round may not all be closed yet.
+    url = f"{base}?watch=1&resourceVersion={rv}&labelSelector=fanout%3Dlean&timeoutSeconds=60"
+    root = server.root
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        str(_WATCH_CLIENTS),
+        f"--url={url}",
+        f"--ca={root / 'ca.crt'}",
+        f"--cert={root / 'admin.crt'}",
+        f"--key={root / 'admin.key'}",
+        f"--watchers={watchers}",
+        f"--events={events}",
+        stdout=asyncio.subprocess.PIPE,
+        limit=1 << 24,  # the latencies come as one JSON line
+    )
+    assert proc.stdout is not None
+    line = await asyncio.wait_for(proc.stdout.readline(), 60)
+    assert line.strip() == b"ready", line
+    await asyncio.sleep(0.2)
+    for i in range(events):
+        await _post_stamped(session, base, f"lean-{i}", "lean")
+    latencies: list[float] = orjson.loads(await asyncio.wait_for(proc.stdout.readline(), 90))
+    await proc.wait()
+    print(
+        f"watch fan-out  {watchers} watchers x {events} events, lean client process: "
+        f"delivered {len(latencies)}, p50 {_pct(latencies, 0.5):.1f} ms, "
+        f"p99 {_pct(latencies, 0.99):.1f} ms"
     )
 
 
