@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import stat
 import subprocess
@@ -189,24 +190,28 @@ def test_sigterm_ends_open_watches_and_exits_cleanly(tmp_path: Path) -> None:
         assert again.stop() == 0
 
 
-def test_relative_root_dir_stays_where_it_was_started(tmp_path: Path) -> None:
-    port = server_process.free_port()
-    with subprocess.Popen(
+def _start(root_dir: str, *, cwd: Path | None = None) -> subprocess.Popen[bytes]:
+    """`minikcp start` on a free port, its output captured (stderr with stdout)."""
+    return subprocess.Popen(
         [
             sys.executable,
             "-m",
             "minikcp.cli.main",
             "start",
             "--root-dir",
-            "state",
+            root_dir,
             "--secure-port",
-            str(port),
+            str(server_process.free_port()),
         ],
-        cwd=tmp_path,
+        cwd=cwd,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
-        env={**__import__("os").environ, "PYTHONPATH": str(Path(__file__).parents[2])},
-    ) as proc:
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])},
+    )
+
+
+def test_relative_root_dir_stays_where_it_was_started(tmp_path: Path) -> None:
+    with _start("state", cwd=tmp_path) as proc:
         try:
             deadline = time.monotonic() + 20
             while time.monotonic() < deadline and not (tmp_path / "state" / "data.db").exists():
@@ -223,21 +228,7 @@ def test_relative_root_dir_stays_where_it_was_started(tmp_path: Path) -> None:
 @pytest.mark.parametrize("first_file", ["ca.crt", "data.db"])
 def test_sigterm_during_startup_exits_cleanly(tmp_path: Path, first_file: str) -> None:
     """A signal that lands while credentials or storage are still being set up is a clean stop."""
-    port = server_process.free_port()
-    with subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "minikcp.cli.main",
-            "start",
-            "--root-dir",
-            str(tmp_path / "state"),
-            "--secure-port",
-            str(port),
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-    ) as proc:
+    with _start(str(tmp_path / "state")) as proc:
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and not (tmp_path / "state" / first_file).exists():
             assert proc.poll() is None
