@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import time
 
@@ -181,7 +182,7 @@ def test_deployment_scale_and_rollout(server: ServerProcess, cluster: str) -> No
 def test_get_watch_sees_update(server: ServerProcess, cluster: str) -> None:
     server.kubectl("create", "configmap", "watched", "--from-literal=v=1", cluster=cluster)
     env = {
-        "PATH": __import__("os").environ["PATH"],
+        "PATH": os.environ["PATH"],
         "HOME": str(server.home),
         "KUBECONFIG": str(server.kubeconfig(cluster)),
     }
@@ -241,7 +242,7 @@ def test_delete_waits_for_finalizers(server: ServerProcess, cluster: str) -> Non
         stderr=subprocess.PIPE,
         text=True,
         env={
-            "PATH": __import__("os").environ["PATH"],
+            "PATH": os.environ["PATH"],
             "HOME": str(server.home),
             "KUBECONFIG": str(server.kubeconfig(cluster)),
         },

@@ -109,7 +109,7 @@ def test_kubeconfig_command_targets_a_logical_cluster(
         text=True,
         timeout=60,
         env={
-            "PATH": __import__("os").environ["PATH"],
+            "PATH": os.environ["PATH"],
             "HOME": str(env_home),
             "KUBECONFIG": str(out),
         },
