@@ -106,7 +106,7 @@ async def concurrent_creates(store: sqlite.SqliteStorage, prefix: str, total: in
     await asyncio.gather(*(writer(n) for n in range(CONCURRENCY)))
 
 
-async def writes(store: sqlite.SqliteStorage, raw_path: Path, count: int) -> tuple[int, float]:
+async def writes(store: sqlite.SqliteStorage, raw_path: Path, count: int) -> int:
     """Write rates; each figure is the best of ROUNDS, raw and store measured in turn."""
     raw = raw_single = single = group = 0.0
     total = count * 4
@@ -148,20 +148,22 @@ async def writes(store: sqlite.SqliteStorage, raw_path: Path, count: int) -> tup
 
     # Keys read or written lately are served from the store's memory cache.
     report("point reads, recently used keys", len(keys) / await seconds(point_reads), raw_reads)
-    return total, raw_reads
+    return total
 
 
-async def cold_point_reads(store: sqlite.SqliteStorage, total: int, raw_reads: float) -> None:
-    """Each key once, on a store just opened: every read goes to the file."""
-    keys = [f"{PREFIX}group/0/{i:08d}" for i in random.sample(range(total), min(total, 50_000))]
+async def cold_point_reads(store: sqlite.SqliteStorage, raw_path: Path, total: int) -> None:
+    """Each key once, on a store just opened (every read goes to the file); raw sqlite3 reads
+    the same number of its own keys once each, on a connection just opened."""
+    picked = random.sample(range(total), min(total, 50_000))
+    keys = [f"{PREFIX}group/0/{i:08d}" for i in picked]
+    raw_reads = raw_point_read_rate(raw_path, [k.replace("group/", "raw/") for k in keys])
 
     async def point_reads() -> None:
         for key in keys:
             await store.get(key)
 
-    report(
-        "point reads, each key once (from file)", len(keys) / await seconds(point_reads), raw_reads
-    )
+    rate = len(keys) / await seconds(point_reads)
+    report("point reads, each key once (from file)", rate, raw_reads)
 
 
 async def ranges(store: sqlite.SqliteStorage, raw_path: Path) -> None:
@@ -223,10 +225,10 @@ async def measure(directory: Path, writes_count: int) -> None:
     path = directory / "store.db"
     store = await sqlite.SqliteStorage.open(path, compact_interval=None)
     try:
-        total, raw_reads = await writes(store, raw_path, writes_count)
+        total = await writes(store, raw_path, writes_count)
         await store.close()
         store = await sqlite.SqliteStorage.open(path, compact_interval=None)
-        await cold_point_reads(store, total, raw_reads)
+        await cold_point_reads(store, raw_path, total)
         await ranges(store, raw_path)
         await fan_out(store, writes_count * 4)
     finally:
