@@ -9,7 +9,9 @@ Request types:
 
 Every request changes the object (each client alternates two versions of its own objects, so
 clients never race for one object). Latency is observed by the client, and the client runs on
-the same machine as the server. Prints p50/p99 latency and requests/s per type.
+the same machine as the server. Prints requests/s per type, and p50/p99 of the latency the
+client sees and of the server's own time per request (its Server-Timing header, which the
+benchmark's server is started to send).
 Run: python bench/patch_bench.py [--clients 32] [--requests 2000]
 """
 
@@ -127,9 +129,12 @@ def _pct(values: list[float], p: float) -> float:
 Request = Callable[[int, int], Awaitable[None]]
 
 
-async def _measure(label: str, clients: int, total: int, request: Request) -> None:
+async def _measure(
+    label: str, clients: int, total: int, request: Request, server_times: list[float]
+) -> None:
     """Each client sends total/clients requests, one at a time, to its own objects."""
     latencies: list[float] = []
+    server_times.clear()
 
     async def client(c: int, count: int) -> None:
         for i in range(count):
@@ -145,7 +150,8 @@ async def _measure(label: str, clients: int, total: int, request: Request) -> No
     elapsed = time.perf_counter() - start
     print(
         f"{label:16s} {len(latencies):6d} req  {len(latencies) / elapsed:7.0f} req/s  "
-        f"p50 {_pct(latencies, 0.5):7.1f} ms  p99 {_pct(latencies, 0.99):7.1f} ms"
+        f"client p50 {_pct(latencies, 0.5):6.1f} ms  p99 {_pct(latencies, 0.99):6.1f} ms  "
+        f"server p50 {_pct(server_times, 0.5):5.1f} ms  p99 {_pct(server_times, 0.99):5.1f} ms"
     )
 
 
@@ -153,6 +159,7 @@ async def bench(server: server_process.ServerProcess, clients: int, total: int) 
     objects_per_client = 4
     connector = aiohttp.TCPConnector(ssl=server.ssl_context(), limit=clients + 8)
     async with aiohttp.ClientSession(connector=connector, base_url=server.base_url) as session:
+        server_times: list[float] = []
 
         async def send(
             method: str, path: str, body: bytes, content_type: str, expect: int = 200
@@ -162,6 +169,7 @@ async def bench(server: server_process.ServerProcess, clients: int, total: int) 
             ) as r:
                 payload = await r.read()
                 assert r.status == expect, payload[:500]
+                server_times.append(float(r.headers["Server-Timing"].partition(";dur=")[2]))
 
         def deployment_name(c: int, i: int) -> str:
             return f"web-{c}-{i % objects_per_client}"
@@ -215,12 +223,14 @@ async def bench(server: server_process.ServerProcess, clients: int, total: int) 
             f"{clients * objects_per_client} objects of each kind"
         )
         print(
-            f"# latency is client-observed, with client and server sharing this machine "
-            f"({os.cpu_count()} CPUs); the server is one Python process"
+            f"# client: latency seen by the client, sharing this machine ({os.cpu_count()} CPUs) "
+            "with the server, one Python process; server: from routing to the response, the "
+            "server's Server-Timing header (it includes waiting for the loop, which the other "
+            "requests share)"
         )
-        await _measure("smp-deployment", clients, total, smp)
-        await _measure("ssa-deployment", clients, total, ssa_deployment)
-        await _measure("ssa-configmap", clients, total, ssa_configmap)
+        await _measure("smp-deployment", clients, total, smp, server_times)
+        await _measure("ssa-deployment", clients, total, ssa_deployment, server_times)
+        await _measure("ssa-configmap", clients, total, ssa_configmap, server_times)
 
 
 def main() -> None:
@@ -229,7 +239,7 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=2000)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        server = server_process.start_server(Path(tmp))
+        server = server_process.start_server(Path(tmp), extra_args=("--server-timing",))
         try:
             asyncio.run(bench(server, args.clients, args.requests))
         finally:

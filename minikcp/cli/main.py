@@ -50,6 +50,11 @@ def _parser() -> argparse.ArgumentParser:
         type=int,
         help="recent events kept in memory for watches to resume from",
     )
+    start.add_argument(
+        "--server-timing",
+        action="store_true",
+        help="send each response's handling time in a Server-Timing header (for benchmarks)",
+    )
     start.add_argument("-v", "--verbose", action="store_true")
     kc = sub.add_parser("kubeconfig", help="print or write a kubeconfig for a logical cluster")
     kc.add_argument("--root-dir", default=".minikcp", type=Path)
@@ -86,6 +91,7 @@ def main(argv: list[str] | None = None) -> int:
         retain_revisions=args.retain_revisions,
         retain_seconds=args.retain_seconds,
         watch_cache_size=args.watch_cache_size,
+        server_timing=args.server_timing,
     )
     try:
         asyncio.run(serve.serve(options))

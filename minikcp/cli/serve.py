@@ -39,6 +39,7 @@ class ServeOptions:
     retain_revisions: int = 10_000
     retain_seconds: float = 300.0
     watch_cache_size: int = 10_000
+    server_timing: bool = False
 
 
 class StartupError(Exception):
@@ -130,7 +131,9 @@ async def serve(options: ServeOptions) -> None:
                     )
                 }
             )
-            application = server_app.build_app(reg, authenticator, ready=ready.is_set)
+            application = server_app.build_app(
+                reg, authenticator, ready=ready.is_set, server_timing=options.server_timing
+            )
             # Cancel a handler when its client goes away: a watch nobody reads must not linger.
             runner = web.AppRunner(
                 application, access_log=None, shutdown_timeout=2.0, handler_cancellation=True

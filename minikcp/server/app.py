@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Awaitable, Callable
 
 from aiohttp import web
@@ -45,14 +46,31 @@ async def status_errors(
         return _status_response(errors.internal(type(exc).__name__))
 
 
+@web.middleware
+async def timing_header(
+    request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+) -> web.StreamResponse:
+    """`Server-Timing: handler;dur=<ms>`: from routing to the response, body not yet sent."""
+    start = time.perf_counter()
+    response = await handler(request)
+    if not response.prepared:  # a watch has sent its headers long ago
+        elapsed = (time.perf_counter() - start) * 1000
+        response.headers["Server-Timing"] = f"handler;dur={elapsed:.3f}"
+    return response
+
+
 def build_app(
     reg: registry.Registry,
     authenticator: authn.Authenticator,
     *,
     ready: Callable[[], bool] = lambda: True,
+    server_timing: bool = False,
 ) -> web.Application:
+    middlewares = [status_errors]
+    if server_timing:
+        middlewares.insert(0, timing_header)
     app = web.Application(
-        middlewares=[status_errors], client_max_size=encoding.MAX_BODY_BYTES + 64 * 1024
+        middlewares=middlewares, client_max_size=encoding.MAX_BODY_BYTES + 64 * 1024
     )
     resource_handler = resources.ResourceHandler(reg)
     other_handler = nonresource.NonResourceHandler(reg, ready=ready)

@@ -237,3 +237,24 @@ def test_sigterm_during_startup_exits_cleanly(tmp_path: Path, first_file: str) -
         output = proc.communicate(timeout=15)[0].decode()
         assert proc.returncode == 0, output
         assert "Traceback" not in output
+
+
+def test_server_timing_header_only_when_asked(
+    tmp_path: Path, server: server_process.ServerProcess
+) -> None:
+    path = "/clusters/root/api/v1/namespaces/default/configmaps"
+    timed = server_process.start_server(tmp_path, extra_args=("--server-timing",))
+    try:
+        for method, body, code in (("POST", b'{"metadata":{"name":"t"}}', 201), ("GET", None, 200)):
+            got, headers, _ = timed.request(
+                method, path, body, headers={"Content-Type": "application/json"}
+            )
+            assert got == code
+            name, _, duration = headers["Server-Timing"].partition(";dur=")
+            assert name == "handler" and 0 < float(duration) < 10_000
+        # Failures carry it too: they are answers like any other.
+        got, headers, _ = timed.request("GET", path + "/missing")
+        assert got == 404 and headers["Server-Timing"].startswith("handler;dur=")
+    finally:
+        assert timed.stop() == 0
+    assert "Server-Timing" not in server.request("GET", path)[1]
