@@ -234,6 +234,10 @@ class ResourceHandler:
         table = encoding.wants_table(request.headers.get("Accept", ""), query)
         printer = self.registry.store(rt).strategy.printer
         self.registry.store(rt).check_field_selector(opts)
+        if request.method == "HEAD":
+            # Nothing may follow the headers of a HEAD answer (Go's net/http drops all a watch
+            # would write); streaming events here would corrupt the kept-alive connection.
+            return web.Response(status=200, content_type=encoding.JSON)
         events = self.registry.watch(rt, ctx, namespace, opts)
         # Past option parsing, errors travel in the stream as ERROR events (as upstream).
         response = web.StreamResponse(status=200)

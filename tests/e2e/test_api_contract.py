@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import http.client
 import json
 import threading
 import time
@@ -330,3 +331,27 @@ def test_terminating_namespace_refuses_new_content(server: ServerProcess, cluste
     )
     assert code == 200
     assert server.request("GET", f"{ns_path}/held")[0] == 404
+
+
+def test_head_of_a_watch_sends_headers_only(server: ServerProcess, cluster: str) -> None:
+    """Nothing follows a HEAD answer: the kept-alive connection serves the next request."""
+    server.request(
+        "POST", _cm_path(cluster), orjson.dumps({"metadata": {"name": "h"}}), headers=JSON
+    )
+    host, port = server.base_url.removeprefix("https://").split(":")
+    conn = http.client.HTTPSConnection(host, int(port), context=server.ssl_context(), timeout=10)
+    try:
+        query = (
+            "?watch=1&sendInitialEvents=true&allowWatchBookmarks=true"
+            "&resourceVersionMatch=NotOlderThan&timeoutSeconds=1"
+        )
+        conn.request("HEAD", _cm_path(cluster) + query)
+        head = conn.getresponse()
+        assert head.status == 200
+        assert head.read() == b""
+        conn.request("GET", _cm_path(cluster, "h"))
+        got = conn.getresponse()
+        assert got.status == 200
+        assert orjson.loads(got.read())["metadata"]["name"] == "h"
+    finally:
+        conn.close()
