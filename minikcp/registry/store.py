@@ -113,6 +113,7 @@ class ResourceStore:
                 current = await self.storage.current_revision()
                 if rv > current:
                     raise errors.too_large_resource_version(rv, current)
+        limit = max(opts.limit, 0)  # a negative limit is no limit (as upstream's storage)
         filtered = not (opts.label_selector.empty and opts.field_selector.empty)
         prefilter = label_prefilter.for_selector(opts.label_selector) if filtered else None
         items: list[StoredObject] = []
@@ -120,7 +121,7 @@ class ResourceStore:
         more = False
         last_key = ""
         while True:
-            want = opts.limit - len(items) if opts.limit else 0
+            want = limit - len(items) if limit else 0
             try:
                 page = await self.storage.range(
                     prefix, limit=want, start_after=start_after, at_revision=at_revision
@@ -145,10 +146,10 @@ class ResourceStore:
             if page.items:
                 last_key = page.items[-1].key
                 start_after = last_key
-            if not more or not opts.limit or len(items) >= opts.limit:
+            if not more or not limit or len(items) >= limit:
                 break
         next_token = ""
-        if more and opts.limit:
+        if more and limit:
             next_token = list_options.encode_continue(revision, last_key[len(prefix) :])
         return ListResult(items, revision, next_token)
 

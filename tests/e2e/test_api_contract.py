@@ -355,3 +355,18 @@ def test_head_of_a_watch_sends_headers_only(server: ServerProcess, cluster: str)
         assert orjson.loads(got.read())["metadata"]["name"] == "h"
     finally:
         conn.close()
+
+
+@pytest.mark.parametrize("limit", ["-1", "0"])
+def test_list_without_a_positive_limit_is_whole(
+    server: ServerProcess, cluster: str, limit: str
+) -> None:
+    for name in ("l1", "l2", "l3"):
+        server.request(
+            "POST", _cm_path(cluster), orjson.dumps({"metadata": {"name": name}}), headers=JSON
+        )
+    code, _, body = server.request("GET", _cm_path(cluster) + f"?limit={limit}")
+    assert code == 200
+    listing = orjson.loads(body)
+    assert [i["metadata"]["name"] for i in listing["items"]] == ["l1", "l2", "l3"]
+    assert "continue" not in listing["metadata"]
