@@ -448,6 +448,11 @@ _KIND_VALIDATORS: dict[tuple[str, str], KindValidator] = {
 }
 
 
+def has_kind_validator(rt: ResourceType) -> bool:
+    """Whether rt's kind has upstream's hand-written validation (which checks ObjectMeta too)."""
+    return (rt.group, rt.kind) in _KIND_VALIDATORS
+
+
 def validate_kind(
     rt: ResourceType, obj: Mapping[str, Any], old: Mapping[str, Any] | None = None
 ) -> list[Cause]:

@@ -213,9 +213,13 @@ class ResourceStore:
         opts: WriteOptions,
     ) -> None:
         meta = obj["metadata"]
-        causes = names.validate_object_meta(
-            meta, namespaced=self.rt.namespaced, name_errors=self.strategy.name_validator
-        )
+        causes: list[errors.Cause] = []
+        if not validation.has_kind_validator(self.rt):
+            # A kind's own validation checks ObjectMeta first, as upstream's do; the others
+            # get the generic check here.
+            causes = names.validate_object_meta(
+                meta, namespaced=self.rt.namespaced, name_errors=self.strategy.name_validator
+            )
         causes += self.strategy.validate(obj, old)
         if causes:
             raise errors.invalid(self.rt.kind, meta.get("name", ""), causes, group=self.rt.group)
@@ -240,7 +244,7 @@ class ResourceStore:
     ) -> None:
         if not opts.field_manager:
             return
-        obj["metadata"]["managedFields"] = server_side_apply.update_managed_fields(
+        entries = server_side_apply.update_managed_fields(
             old,
             obj,
             manager=opts.field_manager,
@@ -249,6 +253,11 @@ class ResourceStore:
             now=now_rfc3339(),
             subresource=subresource,
         )
+        if entries:
+            obj["metadata"]["managedFields"] = entries
+        else:
+            # Nobody owns a field: upstream sets nil, which `omitempty` leaves out.
+            obj["metadata"].pop("managedFields", None)
 
     async def create(
         self,

@@ -266,3 +266,37 @@ def test_bad_delete_dry_run_value(kubectl: Kubectl) -> None:
         '[]string{"Bogus"}: supported values: "All"'
     )
     assert kubectl.get("configmap", "cm") == before
+
+
+def test_invalid_object_meta_is_reported_once(kubectl: Kubectl) -> None:
+    """Each ObjectMeta error appears once, worded as kube-apiserver does."""
+    refused = kubectl.fails("create", "configmap", "Bad-Name", "--from-literal=a=1")
+    assert refused.stderr.strip() == (
+        'error: failed to create configmap: ConfigMap "Bad-Name" is invalid: metadata.name: '
+        'Invalid value: "Bad-Name": a lowercase RFC 1123 subdomain must consist of lower case '
+        "alphanumeric characters, '-' or '.', and must start and end with an alphanumeric "
+        "character (e.g. 'example.com', regex used for validation is "
+        "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+    )
+    for path in (
+        kubectl.path("v1", "configmaps"),
+        f"/clusters/{kubectl.cluster}/api/v1/namespaces",
+    ):
+        code, _, answer = kubectl.server.request("POST", path, b'{"metadata":{}}', headers=JSON)
+        status = orjson.loads(answer)
+        assert (code, status["reason"]) == (422, "Invalid")
+        assert status["message"].endswith(
+            "is invalid: metadata.name: Required value: name or generateName is required"
+        )
+        assert len(status["details"]["causes"]) == 1
+
+
+def test_an_object_nobody_owns_fields_of_has_no_managed_fields(kubectl: Kubectl) -> None:
+    """Upstream leaves managedFields out (nil) rather than sending an empty list."""
+    path = kubectl.path("v1", "configmaps")
+    code, _, answer = kubectl.server.request(
+        "POST", path, b'{"metadata":{"name":"bare"}}', headers=JSON
+    )
+    assert code == 201
+    assert "managedFields" not in orjson.loads(answer)["metadata"]
+    assert "managedFields" not in kubectl.get("configmap", "bare", managed_fields=True)["metadata"]

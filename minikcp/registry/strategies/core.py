@@ -29,9 +29,12 @@ class NamespaceStrategy(strategy.Strategy):
     @staticmethod
     def _name_label(obj: dict[str, Any]) -> None:
         meta = obj["metadata"]
+        name = meta.get("name")
         labels = meta.get("labels") or {}
-        labels[NAME_LABEL] = meta["name"]
-        meta["labels"] = labels
+        # Without a name there is no label to set: validation rejects the object next.
+        if isinstance(name, str) and name and isinstance(labels, dict):
+            labels[NAME_LABEL] = name
+            meta["labels"] = labels
 
 
 class PodStrategy(strategy.Strategy):
