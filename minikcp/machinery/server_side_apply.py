@@ -609,11 +609,12 @@ def apply_patch(
         name = meta.get("name", "") if isinstance(meta, dict) else ""
         namespace = meta.get("namespace", "") if isinstance(meta, dict) else ""
         detail = problems[0] if len(problems) == 1 else "errors:\n  " + "\n  ".join(problems)
-        raise errors.StatusError(
-            500, "",
+        # kube-apiserver answers 500 here (kubernetes#122480, #139253); the body is at fault,
+        # so this is a 400 with upstream's message, as the proposed upstream fix does.
+        raise errors.bad_request(
             f"failed to create typed patch object ({namespace}/{name}; "
-            f"{group}/{version}, Kind={kind}): {detail}",
-        )  # fmt: skip
+            f"{group}/{version}, Kind={kind}): {detail}"
+        )
     try:
         managers, times = decode_managed_fields(_managed_fields_of(live))
     except ValueError as err:

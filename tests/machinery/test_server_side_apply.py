@@ -533,7 +533,7 @@ def test_entries_are_ordered_as_upstream() -> None:
         ),
         (
             deployment(replicaz=1),
-            500,
+            400,
             "failed to create typed patch object (default/web; apps/v1, Kind=Deployment): "
             ".spec.replicaz: field not declared in schema",
         ),
