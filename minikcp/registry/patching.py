@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import orjson
-import yaml
 
 from minikcp.machinery import (
+    bodies,
     errors,
     go_text,
     json_patch,
@@ -32,16 +32,12 @@ CUSTOM_PATCH_TYPES = (JSON_PATCH, MERGE_PATCH, APPLY_PATCH)
 def decode_patch_body(patch_type: str, body: bytes) -> Any:
     if patch_type == APPLY_PATCH:
         try:
-            return orjson.loads(body)
+            return bodies.check_depth(orjson.loads(body), body)
         except orjson.JSONDecodeError:
             pass
-        try:
-            loaded = yaml.load(body, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-        except yaml.YAMLError as exc:
-            raise errors.bad_request(f"error decoding YAML: {exc}") from None
-        return loaded
+        return bodies.load_yaml(body)
     try:
-        return orjson.loads(body)
+        return bodies.check_depth(orjson.loads(body), body)
     except orjson.JSONDecodeError as exc:
         raise errors.bad_request(f"error decoding patch: {exc}") from None
 

@@ -8,10 +8,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import orjson
-import yaml
 
 from minikcp.apis import catalog, printer_base
-from minikcp.machinery import errors, protobuf, strict_json, tables
+from minikcp.machinery import bodies, errors, protobuf, strict_json, tables
 from minikcp.registry import objects, watching
 
 JSON = "application/json"
@@ -58,14 +57,11 @@ def decode_body(body: bytes, content_type: str, *, kind: catalog.ResourceType | 
             raise errors.unsupported_media_type([JSON, YAML])
         return protobuf.decode_object(body)
     if media in (YAML, "application/x-yaml", "text/yaml"):
-        try:
-            return yaml.load(body, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-        except yaml.YAMLError as exc:
-            raise errors.bad_request(f"error decoding YAML: {exc}") from None
+        return bodies.load_yaml(body)
     if media not in (JSON, "", "*/*", "application/*", "text/plain"):
         raise errors.unsupported_media_type([JSON, YAML, protobuf.PROTOBUF_CONTENT_TYPE])
     try:
-        return orjson.loads(body)
+        return bodies.check_depth(orjson.loads(body), body)
     except orjson.JSONDecodeError as exc:
         raise errors.bad_request(f"error decoding request body as JSON: {exc}") from None
 

@@ -300,3 +300,47 @@ def test_an_object_nobody_owns_fields_of_has_no_managed_fields(kubectl: Kubectl)
     assert code == 201
     assert "managedFields" not in orjson.loads(answer)["metadata"]
     assert "managedFields" not in kubectl.get("configmap", "bare", managed_fields=True)["metadata"]
+
+
+def _nested(depth: int) -> bytes:
+    return b'{"a":' * depth + b"1" + b"}" * depth
+
+
+@pytest.mark.parametrize(
+    ("method", "suffix", "content_type", "body"),
+    [
+        ("POST", "", "application/json", b'{"metadata":{"name":"deep"},"x":' + _nested(300) + b"}"),
+        ("PUT", "/cm", "application/json", b'{"metadata":{"name":"cm"},"x":' + _nested(300) + b"}"),
+        ("PATCH", "/cm", "application/merge-patch+json", b'{"x":' + _nested(600) + b"}"),
+        ("PATCH", "/cm", "application/strategic-merge-patch+json", b'{"x":' + _nested(600) + b"}"),
+        (
+            "PATCH",
+            "/cm",
+            "application/json-patch+json",
+            b'[{"op":"add","path":"/x","value":' + _nested(600) + b"}]",
+        ),
+        (
+            "PATCH",
+            "/cm?fieldManager=m",
+            "application/apply-patch+yaml",
+            b"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\ndata:\n"
+            + b"".join(b" " * (i + 2) + b"a:\n" for i in range(400)),
+        ),
+    ],
+    ids=["create", "update", "merge", "strategic", "json-patch", "apply-yaml"],
+)
+def test_a_body_nested_too_deeply_is_a_bad_request(
+    kubectl: Kubectl, method: str, suffix: str, content_type: str, body: bytes
+) -> None:
+    """Never a RecursionError (500): 400, and nothing changes."""
+    kubectl("create", "configmap", "cm", "--from-literal=a=1")
+    before = kubectl.get("configmap", "cm", managed_fields=True)
+    path = kubectl.path("v1", "configmaps") + suffix
+    code, _, answer = kubectl.server.request(
+        method, path, body, headers={"Content-Type": content_type}
+    )
+    status = orjson.loads(answer)
+    assert (code, status["reason"]) == (400, "BadRequest"), status
+    assert "nest" in status["message"]
+    assert kubectl.get("configmap", "cm", managed_fields=True) == before
+    assert "deep" not in kubectl("get", "configmaps", "-o", "name").stdout
