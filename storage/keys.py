@@ -49,12 +49,18 @@ def check_revision(revision: object, *, what: str) -> int:
     return revision
 
 
+# Backends fetch limit + 1 rows to learn whether more remain, in int64 arithmetic.
+_UNREACHABLE_LIMIT = 1 << 62
+
+
 def check_range(
     prefix: object, *, limit: object, start_after: object, at_revision: object
 ) -> tuple[str, int, str | None, int | None]:
     """The arguments of `Storage.range`, checked: (prefix, limit, start_after, at_revision)."""
     checked_prefix = check_prefix(prefix)
     checked_limit = check_revision(limit, what="limit")
+    if checked_limit >= _UNREACHABLE_LIMIT:
+        checked_limit = 0  # more than any store holds: no limit (and no int64 overflow below)
     revision = None if at_revision is None else check_revision(at_revision, what="at_revision")
     if start_after is not None and not isinstance(start_after, str):
         raise errors.InvalidKey(f"start_after must be a str, not {type(start_after).__name__}")

@@ -42,6 +42,9 @@ class ServeOptions:
     server_timing: bool = False
 
 
+MAX_HEADER_BYTES = 1 << 20
+
+
 class StartupError(Exception):
     """A clear, user-facing reason the server cannot start."""
 
@@ -136,7 +139,14 @@ async def serve(options: ServeOptions) -> None:
             )
             # Cancel a handler when its client goes away: a watch nobody reads must not linger.
             runner = web.AppRunner(
-                application, access_log=None, shutdown_timeout=2.0, handler_cancellation=True
+                application,
+                access_log=None,
+                shutdown_timeout=2.0,
+                handler_cancellation=True,
+                # Go's http.Server takes up to 1 MiB of request line and headers; long label
+                # selectors and field selectors in the URL must not fail here first.
+                max_line_size=MAX_HEADER_BYTES,
+                max_field_size=MAX_HEADER_BYTES,
             )
             await runner.setup()
             site = web.TCPSite(runner, host, options.secure_port, ssl_context=_ssl_context(creds))

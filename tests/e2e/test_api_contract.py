@@ -370,3 +370,19 @@ def test_list_without_a_positive_limit_is_whole(
     listing = orjson.loads(body)
     assert [i["metadata"]["name"] for i in listing["items"]] == ["l1", "l2", "l3"]
     assert "continue" not in listing["metadata"]
+
+
+def test_the_largest_limit_and_a_long_selector_are_served(
+    server: ServerProcess, cluster: str
+) -> None:
+    for name in ("q1", "q2"):
+        body = orjson.dumps({"metadata": {"name": name, "labels": {"app": name}}})
+        server.request("POST", _cm_path(cluster), body, headers=JSON)
+    code, _, body = server.request("GET", _cm_path(cluster) + "?limit=9223372036854775807")
+    assert code == 200
+    assert [i["metadata"]["name"] for i in orjson.loads(body)["items"]] == ["q1", "q2"]
+    # A selector over 20 KiB: Go's server takes a request line up to 1 MiB.
+    values = ",".join(f"value-{n}" for n in range(2000)) + ",q2"
+    code, _, body = server.request("GET", _cm_path(cluster) + f"?labelSelector=app+in+({values})")
+    assert code == 200
+    assert [i["metadata"]["name"] for i in orjson.loads(body)["items"]] == ["q2"]

@@ -214,6 +214,13 @@ async def test_range_pages_with_limit_and_start_after(store: interface.Storage) 
     assert seen == created
 
 
+@pytest.mark.parametrize("limit", [2**62, 2**63 - 1])
+async def test_a_limit_beyond_any_store_is_no_limit(store: interface.Storage, limit: int) -> None:
+    created = await fill(store, ["a", "b"])
+    result = await store.range(K, limit=limit)
+    assert (result.items, result.more) == (created, False)
+
+
 async def test_range_of_an_empty_prefix_has_the_current_revision(
     store: interface.Storage,
 ) -> None:
