@@ -228,4 +228,7 @@ class NamespaceStore(generic_store.ResourceStore):
                 )
             except storage_errors.Conflict:
                 continue
+            except storage_errors.NotFound:
+                # Deleted between the read and the write (a concurrent DELETE finished first).
+                raise errors.not_found("namespaces", name) from None
             return StoredObject(item.value, cluster=ctx.cluster, revision=item.mod_rev)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 import http.client
 import json
 import threading
@@ -386,3 +387,20 @@ def test_the_largest_limit_and_a_long_selector_are_served(
     code, _, body = server.request("GET", _cm_path(cluster) + f"?labelSelector=app+in+({values})")
     assert code == 200
     assert [i["metadata"]["name"] for i in orjson.loads(body)["items"]] == ["q2"]
+
+
+def test_concurrent_deletes_of_a_namespace_are_200_or_404(
+    server: ServerProcess, cluster: str
+) -> None:
+    """The first delete wins; the others find it gone (404), never a 500 from the race."""
+    ns_path = f"/clusters/{cluster}/api/v1/namespaces"
+    for round_ in range(5):
+        name = f"race-{round_}"
+        body = orjson.dumps({"metadata": {"name": name}})
+        assert server.request("POST", ns_path, body, headers=JSON)[0] == 201
+        paths = [f"{ns_path}/{name}"] * 16
+        with concurrent.futures.ThreadPoolExecutor(16) as pool:
+            codes = list(pool.map(lambda path: server.request("DELETE", path)[0], paths))
+        assert set(codes) <= {200, 404}, codes
+        assert 200 in codes
+        assert server.request("GET", f"{ns_path}/{name}")[0] == 404
