@@ -351,32 +351,24 @@ class FieldSet:
 
     def difference(self, other: FieldSet) -> FieldSet:
         """Removes `other`'s paths; a removed parent keeps its children (as upstream)."""
-        if (not self.members and not self.children) or self._apart_from(other):
-            return self
-        children = {}
-        for element, mine in self.children.items():
-            theirs = other.children.get(element)
-            if theirs is None:
-                children[element] = mine
-            else:
-                rest = mine.difference(theirs)
-                if rest:
-                    children[element] = rest
-        return FieldSet(self.members - other.members, children)
+        return self._without(other, below=False)
 
     def recursive_difference(self, other: FieldSet) -> FieldSet:
         """Removes `other`'s paths and everything below them."""
+        return self._without(other, below=True)
+
+    def _without(self, other: FieldSet, *, below: bool) -> FieldSet:
         if (not self.members and not self.children) or self._apart_from(other):
-            return self
+            return self  # nothing to remove: the very set (and its kept encoding)
         children = {}
         for element, mine in self.children.items():
-            if element in other.members:
+            if below and element in other.members:
                 continue
             theirs = other.children.get(element)
             if theirs is None:
                 children[element] = mine
             else:
-                rest = mine.recursive_difference(theirs)
+                rest = mine._without(theirs, below=below)
                 if rest:
                     children[element] = rest
         return FieldSet(self.members - other.members, children)
