@@ -4,116 +4,30 @@ from __future__ import annotations
 
 import copy
 import json
-from pathlib import Path as FilePath
 from typing import Any
 
-import kubernetes_validate
-import orjson
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from minikcp.machinery import apply_shapes, field_sets, server_side_apply, structured_merge
+from minikcp.machinery import field_sets, server_side_apply
 from minikcp.machinery.errors import StatusError
-from minikcp.machinery.schemas import SchemaNode, unknown
-
-DEFS = orjson.loads(
-    (
-        FilePath(kubernetes_validate.__file__).parent
-        / "kubernetes-json-schema/v1.32.0-local/_definitions.json"
-    ).read_bytes()
-)["$defs"]
-DEPLOYMENT = SchemaNode.definition(DEFS, "io.k8s.api.apps.v1.Deployment")
-CONFIG_MAP = SchemaNode.definition(DEFS, "io.k8s.api.core.v1.ConfigMap")
-T0, T1, T2, T3 = (f"2024-05-01T10:00:0{i}Z" for i in range(4))
-
-
-def apply(
-    live: dict[str, Any] | None,
-    config: Any,
-    *,
-    manager: str = "kubectl",
-    force: bool = False,
-    now: str = T1,
-    **options: Any,
-) -> dict[str, Any]:
-    schema = CONFIG_MAP if isinstance(config, dict) and config.get("kind") == "ConfigMap" else None
-    api_version = "v1" if schema is not None else "apps/v1"
-    return server_side_apply.apply_patch(
-        live, config, manager=manager, api_version=api_version, force=force,
-        schema=options.pop("schema", schema or DEPLOYMENT), now=now, **options,
-    )  # fmt: skip
-
-
-def update(
-    live: dict[str, Any] | None,
-    new: dict[str, Any],
-    *,
-    manager: str,
-    now: str = T1,
-    schema: SchemaNode = DEPLOYMENT,
-    api_version: str = "apps/v1",
-    subresource: str = "",
-) -> dict[str, Any]:
-    """An ordinary write, as the registry does it: the object gets the computed managedFields."""
-    out = copy.deepcopy(new)
-    entries = server_side_apply.update_managed_fields(
-        live, new, manager=manager, api_version=api_version, schema=schema, now=now,
-        subresource=subresource,
-    )  # fmt: skip
-    if entries:
-        out.setdefault("metadata", {})["managedFields"] = entries
-    else:
-        out.get("metadata", {}).pop("managedFields", None)
-    return out
-
-
-def owners(obj: dict[str, Any]) -> dict[str, set[str]]:
-    """manager (operation) -> the paths it owns, as upstream prints them."""
-    out = {}
-    for entry in obj["metadata"].get("managedFields", []):
-        fields = field_sets.decode_fields_v1(entry["fieldsV1"])
-        label = f"{entry.get('manager', '')} ({entry['operation']})"
-        out[label] = {field_sets.path_text(p) for p in fields.paths()}
-    return out
-
-
-def deployment(replicas: int = 2, image: str = "nginx:1.25", **extra: Any) -> dict[str, Any]:
-    obj: dict[str, Any] = {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": "web", "namespace": "default", "labels": {"app": "web"}},
-        "spec": {
-            "replicas": replicas,
-            "selector": {"matchLabels": {"app": "web"}},
-            "template": {
-                "metadata": {"labels": {"app": "web"}},
-                "spec": {
-                    "containers": [
-                        {"name": "nginx", "image": image, "ports": [{"containerPort": 80}]}
-                    ]
-                },
-            },
-        },
-    }
-    obj["spec"].update(extra)
-    return obj
-
-
-def config_map(data: dict[str, str], labels: dict[str, str] | None = None) -> dict[str, Any]:
-    meta: dict[str, Any] = {"name": "cm", "namespace": "default"}
-    if labels is not None:
-        meta["labels"] = labels
-    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": data}
-
-
-def conflict_of(call: Any) -> dict[str, Any]:
-    with pytest.raises(StatusError) as caught:
-        call()
-    status = caught.value.to_status()
-    assert status["code"] == 409
-    return status
-
+from minikcp.machinery.schemas import unknown
+from tests.machinery.ssa_objects import (
+    CONFIG_MAP,
+    DATA,
+    KEYS,
+    T0,
+    T1,
+    T2,
+    T3,
+    apply,
+    config_map,
+    conflict_of,
+    deployment,
+    owners,
+    update,
+)
 
 # -- apply --------------------------------------------------------------------------------------
 
@@ -547,12 +461,9 @@ def test_bad_apply_bodies(body: Any, code: int, message: str) -> None:
 
 # -- properties ---------------------------------------------------------------------------------
 
-_keys = st.text("abcdefgh", min_size=1, max_size=3)
-_data = st.dictionaries(_keys, st.text("xyz", max_size=2), max_size=8)
-
 
 @settings(max_examples=40, deadline=None)
-@given(data=_data, labels=st.dictionaries(_keys, st.text("xy", max_size=2), max_size=4))
+@given(data=DATA, labels=st.dictionaries(KEYS, st.text("xy", max_size=2), max_size=4))
 def test_applying_twice_is_idempotent_and_conflict_free(
     data: dict[str, str], labels: dict[str, str]
 ) -> None:
@@ -568,7 +479,7 @@ def test_applying_twice_is_idempotent_and_conflict_free(
 
 
 @settings(max_examples=40, deadline=None)
-@given(before=_data, after=_data)
+@given(before=DATA, after=DATA)
 def test_reapplying_leaves_exactly_the_new_configuration(
     before: dict[str, str], after: dict[str, str]
 ) -> None:
@@ -598,7 +509,7 @@ def test_deployment_applies_are_idempotent(
 
 
 @settings(max_examples=30, deadline=None)
-@given(mine=_data, theirs=_data)
+@given(mine=DATA, theirs=DATA)
 def test_appliers_of_disjoint_keys_never_conflict(
     mine: dict[str, str], theirs: dict[str, str]
 ) -> None:
@@ -608,122 +519,3 @@ def test_appliers_of_disjoint_keys_never_conflict(
     assert obj.get("data", {}) == {**mine, **theirs}
     obj = apply(obj, config_map({}), manager="alpha", now=T3)  # alpha lets go of its keys
     assert obj.get("data", {}) == theirs
-
-
-# -- the short way of an ordinary update --------------------------------------------------------
-
-
-def cm_update(live: dict[str, Any] | None, new: dict[str, Any], **options: Any) -> dict[str, Any]:
-    return update(live, new, schema=CONFIG_MAP, api_version="v1", **options)
-
-
-def record_both_ways(
-    live: dict[str, Any],
-    new: dict[str, Any],
-    *,
-    manager: str,
-    now: str,
-    schema: SchemaNode = CONFIG_MAP,
-    api_version: str = "v1",
-    subresource: str = "",
-) -> tuple[list[dict[str, Any]], bool]:
-    """managedFields after an update computed the short and the long way; both must agree.
-
-    Returns them with whether the short way applied.
-    """
-    shape = apply_shapes.shape_of(schema)
-    ignored = server_side_apply._ignored(subresource, None)
-    mid = server_side_apply.ManagerId(manager, "Update", api_version, subresource)
-    results = []
-    for shortcut in (True, False):
-        managers, times = server_side_apply.decode_managed_fields(
-            live["metadata"].get("managedFields")
-        )
-        server_side_apply._record_update(
-            server_side_apply._without_managed_fields(live),
-            server_side_apply._without_managed_fields(new),
-            managers, times, mid, shape=shape, ignored=ignored, now=now, shortcut=shortcut,
-        )  # fmt: skip
-        results.append(server_side_apply.encode_managed_fields(managers, times))
-    short, long = results
-    assert orjson.dumps(short) == orjson.dumps(long)
-    managers, _ = server_side_apply.decode_managed_fields(live["metadata"].get("managedFields"))
-    changes = structured_merge.compare(
-        server_side_apply._without_managed_fields(live),
-        server_side_apply._without_managed_fields(new),
-        shape,
-    ).excluding(ignored)
-    return short, server_side_apply._only_own_fields(changes, managers, mid, ignored)
-
-
-def test_a_repeated_update_of_own_fields_takes_the_short_way_and_only_bumps_its_time() -> None:
-    obj = cm_update(
-        None, config_map({"key": "a"}, labels={"group": "1"}), manager="creator", now=T0
-    )
-    new = copy.deepcopy(obj)
-    new["data"]["key"] = "b"
-    obj = cm_update(obj, new, manager="writer", now=T1)
-    new = copy.deepcopy(obj)
-    new["data"]["key"] = "c"
-    entries, short = record_both_ways(obj, new, manager="writer", now=T2)
-    assert short
-    assert [(e["manager"], e["time"]) for e in entries] == [("creator", T0), ("writer", T2)]
-    assert entries[1]["fieldsV1"] == {"f:data": {"f:key": {}}}
-
-
-def test_an_update_of_another_managers_field_takes_the_long_way() -> None:
-    obj = cm_update(
-        None, config_map({"key": "a"}, labels={"group": "1"}), manager="creator", now=T0
-    )
-    new = copy.deepcopy(obj)
-    new["data"]["key"] = "b"
-    entries, short = record_both_ways(obj, new, manager="writer", now=T1)
-    assert not short
-    assert [e["manager"] for e in entries] == ["creator", "writer"]
-
-
-_step = st.tuples(
-    st.sampled_from(["alpha", "beta", "gamma"]),
-    st.sampled_from(["set", "replace", "labels", "apply", "nothing"]),
-    _data,
-)
-
-
-@settings(max_examples=150, deadline=None)
-@given(first=_data, steps=st.lists(_step, min_size=1, max_size=8))
-def test_the_short_way_agrees_with_the_long_way(
-    first: dict[str, str], steps: list[tuple[str, str, dict[str, str]]]
-) -> None:
-    obj = cm_update(None, config_map(first, labels={"group": "1"}), manager="alpha", now=T0)
-    for index, (manager, kind, data) in enumerate(steps):
-        now = f"2024-05-01T10:00:{10 + index}Z"
-        if kind == "apply":
-            obj = apply(obj, config_map(data), manager=manager, force=True, now=now)
-            continue
-        new = copy.deepcopy(obj)
-        if kind == "set":  # new values for keys it has (and new keys)
-            new.setdefault("data", {}).update({k: v + "!" for k, v in data.items()})
-        elif kind == "replace":
-            new["data"] = data
-        elif kind == "labels":
-            new["metadata"]["labels"] = {k: v for k, v in data.items() if v}
-        entries, _ = record_both_ways(obj, new, manager=manager, now=now)
-        obj = cm_update(obj, new, manager=manager, now=now)
-        assert entries == obj["metadata"].get("managedFields", [])
-
-
-@settings(max_examples=60, deadline=None)
-@given(replicas=st.integers(0, 3), image=st.sampled_from(["x:1", "x:2"]), ready=st.integers(0, 2))
-def test_the_short_way_agrees_on_status_and_spec_changes(
-    replicas: int, image: str, ready: int
-) -> None:
-    obj = update(None, deployment(), manager="alpha", now=T0)
-    obj = update(obj, {**obj, "spec": deployment(replicas=3)["spec"]}, manager="beta", now=T1)
-    new = copy.deepcopy(obj)
-    new["spec"]["replicas"] = replicas
-    new["spec"]["template"]["spec"]["containers"][0]["image"] = image
-    new["status"] = {"readyReplicas": ready}
-    for manager in ("alpha", "beta"):
-        record_both_ways(
-            obj, new, manager=manager, now=T2, schema=DEPLOYMENT, api_version="apps/v1"
-        )
