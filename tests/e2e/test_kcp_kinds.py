@@ -11,6 +11,7 @@ from tests.e2e.kubectl_runner import Kubectl
 def test_discovery_lists_kcp_kinds(kubectl: Kubectl) -> None:
     out = kubectl("api-resources", "--api-group=tenancy.kcp.io", "-o", "wide").stdout
     header, row = out.splitlines()[:2]
+    assert header.split()[:5] == ["NAME", "SHORTNAMES", "APIVERSION", "NAMESPACED", "KIND"]
     assert row.split()[:5] == ["workspaces", "ws", "tenancy.kcp.io/v1alpha1", "false", "Workspace"]
     out = kubectl("api-resources", "--categories=kcp", "-o", "name").stdout.split()
     assert out == ["logicalclusters.core.kcp.io", "workspaces.tenancy.kcp.io"]
