@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from minikcp.auth import pki
-from minikcp.cli import kubeconfigs, serve
+from minikcp.cli import kubeconfigs, serve, ws
 from minikcp.machinery import request_info
 from minikcp.server import nonresource
 
@@ -62,10 +62,14 @@ def _parser() -> argparse.ArgumentParser:
     kc.add_argument("--server", default="", help="base URL (default: from admin.kubeconfig)")
     kc.add_argument("-o", "--output", type=Path, default=None)
     sub.add_parser("version", help="print the version")
+    sub.add_parser("ws", help="move between workspaces, as `kubectl ws` (see `minikcp ws -h`)")
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["ws"]:
+        return ws.run(argv[1:], prog="minikcp ws")
     args = _parser().parse_args(argv)
     if args.command == "version":
         print(f"minikcp 0.1.0 (serving Kubernetes {nonresource.GIT_VERSION})")

@@ -18,9 +18,11 @@ from aiohttp import web
 
 from minikcp.auth import authn, pki
 from minikcp.cli import kubeconfigs
+from minikcp.controllers import workspaces as workspace_controller
 from minikcp.machinery import users
 from minikcp.registry import registry
 from minikcp.server import app as server_app
+from minikcp.tenancy import workspaces
 from storage import errors as storage_errors
 from storage import hub as storage_hub
 from storage import interface as storage_interface
@@ -127,6 +129,11 @@ async def serve(options: ServeOptions) -> None:
             hub_task = tasks.create_task(hub.run(), name="watch-hub")
             reg = await registry.Registry.open(store, hub)
             registry_task = tasks.create_task(reg.run(), name="registry")
+            resolver, lifecycle = workspaces.install(reg, base_url)
+            resolver_task = tasks.create_task(resolver.run(), name="cluster-resolver")
+            controller = workspace_controller.WorkspaceController(lifecycle)
+            controller_task = tasks.create_task(controller.run(), name="workspace-controller")
+            background = (registry_task, resolver_task, controller_task)
             authenticator = authn.Authenticator(
                 tokens={
                     creds.admin_token: users.UserInfo(
@@ -135,7 +142,11 @@ async def serve(options: ServeOptions) -> None:
                 }
             )
             application = server_app.build_app(
-                reg, authenticator, ready=ready.is_set, server_timing=options.server_timing
+                reg,
+                authenticator,
+                ready=ready.is_set,
+                server_timing=options.server_timing,
+                resolve_cluster=resolver.resolve,
             )
             # Cancel a handler when its client goes away: a watch nobody reads must not linger.
             runner = web.AppRunner(
@@ -154,8 +165,8 @@ async def serve(options: ServeOptions) -> None:
                 await site.start()
             except OSError as exc:
                 await runner.cleanup()
-                registry_task.cancel()
-                hub_task.cancel()
+                for task in (*background, hub_task):
+                    task.cancel()
                 raise StartupError(
                     f"cannot listen on {host}:{options.secure_port}: {exc}"
                 ) from None
@@ -175,8 +186,8 @@ async def serve(options: ServeOptions) -> None:
             ready.clear()
             # Stop accepting, end open watches and requests, then stop the hub.
             await runner.cleanup()
-            registry_task.cancel()
-            hub_task.cancel()
+            for task in (*background, hub_task):
+                task.cancel()
     except* StartupError as group:
         raise group.exceptions[0] from None
     finally:
