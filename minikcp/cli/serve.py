@@ -18,6 +18,7 @@ from aiohttp import web
 
 from minikcp.auth import authn, pki
 from minikcp.cli import kubeconfigs
+from minikcp.controllers import workload_simulator
 from minikcp.machinery import users
 from minikcp.registry import registry
 from minikcp.server import app as server_app
@@ -40,6 +41,8 @@ class ServeOptions:
     retain_seconds: float = 300.0
     watch_cache_size: int = 10_000
     server_timing: bool = False
+    # Act as a physical cluster: Deployments get ReplicaSets and Pods (None: no simulation).
+    simulate_workloads: workload_simulator.SimulatorOptions | None = None
 
 
 MAX_HEADER_BYTES = 1 << 20
@@ -127,6 +130,10 @@ async def serve(options: ServeOptions) -> None:
             hub_task = tasks.create_task(hub.run(), name="watch-hub")
             reg = await registry.Registry.open(store, hub)
             registry_task = tasks.create_task(reg.run(), name="registry")
+            simulator_task: asyncio.Task[None] | None = None
+            if options.simulate_workloads is not None:
+                simulator = workload_simulator.WorkloadSimulator(reg, options.simulate_workloads)
+                simulator_task = tasks.create_task(simulator.run(), name="workload-simulator")
             authenticator = authn.Authenticator(
                 tokens={
                     creds.admin_token: users.UserInfo(
@@ -154,6 +161,8 @@ async def serve(options: ServeOptions) -> None:
                 await site.start()
             except OSError as exc:
                 await runner.cleanup()
+                if simulator_task is not None:
+                    simulator_task.cancel()
                 registry_task.cancel()
                 hub_task.cancel()
                 raise StartupError(
@@ -175,6 +184,8 @@ async def serve(options: ServeOptions) -> None:
             ready.clear()
             # Stop accepting, end open watches and requests, then stop the hub.
             await runner.cleanup()
+            if simulator_task is not None:
+                simulator_task.cancel()
             registry_task.cancel()
             hub_task.cancel()
     except* StartupError as group:

@@ -8,7 +8,7 @@ import orjson
 
 from minikcp.apis import catalog
 from minikcp.machinery import list_options
-from minikcp.registry import namespaces, reviews, store, strategies, watching
+from minikcp.registry import namespaces, reviews, status_owners, store, strategies, watching
 from minikcp.registry.objects import RequestContext
 from storage import errors as storage_errors
 from storage import hub as storage_hub
@@ -34,6 +34,8 @@ class Registry:
         self.catalog = types or catalog.Catalog.builtin()
         self.watch_settings = watch_settings
         self._events = watching.EventObjects()
+        # Who reports Deployment status: the registry at once, or a controller (per namespace).
+        self.deployment_status = status_owners.DeploymentStatusOwners()
         self._stores: dict[catalog.ResourceType, store.ResourceStore] = {}
         self._reviewers: dict[catalog.ResourceType, reviews.ReviewStore | None] = {}
         ns_type = self.catalog.by_resource("", "v1", "namespaces")
@@ -82,7 +84,7 @@ class Registry:
         if found is None:
             found = store.ResourceStore(
                 rt,
-                strategies.strategy_for(rt),
+                strategies.strategy_for(rt, status_owners=self.deployment_status),
                 self.storage,
                 namespace_check=self.namespaces.check_writable,
             )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from minikcp.apis import catalog
 from minikcp.registry import reviews, strategy
+from minikcp.registry import status_owners as owners
 from minikcp.registry.strategies import apps, auth, batch, core
 
 _BY_KIND: dict[tuple[str, str], type[strategy.Strategy]] = {
@@ -21,8 +22,10 @@ _BY_KIND: dict[tuple[str, str], type[strategy.Strategy]] = {
 }
 
 
-def strategy_for(rt: catalog.ResourceType) -> strategy.Strategy:
-    return _BY_KIND.get((rt.group, rt.kind), strategy.Strategy)(rt)
+def strategy_for(
+    rt: catalog.ResourceType, *, status_owners: owners.DeploymentStatusOwners | None = None
+) -> strategy.Strategy:
+    return _BY_KIND.get((rt.group, rt.kind), strategy.Strategy)(rt, status_owners=status_owners)
 
 
 # Create-only kinds answered without storage (registry/reviews.py).
