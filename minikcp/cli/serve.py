@@ -18,6 +18,7 @@ from aiohttp import web
 
 from minikcp.auth import authn, pki
 from minikcp.cli import kubeconfigs
+from minikcp.controllers import crds as crd_controller
 from minikcp.machinery import users
 from minikcp.registry import registry
 from minikcp.server import app as server_app
@@ -127,6 +128,7 @@ async def serve(options: ServeOptions) -> None:
             hub_task = tasks.create_task(hub.run(), name="watch-hub")
             reg = await registry.Registry.open(store, hub)
             registry_task = tasks.create_task(reg.run(), name="registry")
+            crd_task = tasks.create_task(crd_controller.CrdController(reg).run(), name="crds")
             authenticator = authn.Authenticator(
                 tokens={
                     creds.admin_token: users.UserInfo(
@@ -155,6 +157,7 @@ async def serve(options: ServeOptions) -> None:
             except OSError as exc:
                 await runner.cleanup()
                 registry_task.cancel()
+                crd_task.cancel()
                 hub_task.cancel()
                 raise StartupError(
                     f"cannot listen on {host}:{options.secure_port}: {exc}"
@@ -175,6 +178,7 @@ async def serve(options: ServeOptions) -> None:
             ready.clear()
             # Stop accepting, end open watches and requests, then stop the hub.
             await runner.cleanup()
+            crd_task.cancel()
             registry_task.cancel()
             hub_task.cancel()
     except* StartupError as group:

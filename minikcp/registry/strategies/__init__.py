@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from minikcp.apis import catalog
 from minikcp.registry import reviews, strategy
-from minikcp.registry.strategies import apps, auth, batch, core
+from minikcp.registry.strategies import apps, auth, batch, core, custom
 
 _BY_KIND: dict[tuple[str, str], type[strategy.Strategy]] = {
     ("", "Namespace"): core.NamespaceStrategy,
@@ -17,11 +17,13 @@ _BY_KIND: dict[tuple[str, str], type[strategy.Strategy]] = {
     ("apps", "ReplicaSet"): apps.ReplicaSetStrategy,
     ("batch", "Job"): batch.JobStrategy,
     ("networking.k8s.io", "Ingress"): batch.GenerationStrategy,
-    ("apiextensions.k8s.io", "CustomResourceDefinition"): batch.GenerationStrategy,
+    ("apiextensions.k8s.io", "CustomResourceDefinition"): custom.CrdStrategy,
 }
 
 
 def strategy_for(rt: catalog.ResourceType) -> strategy.Strategy:
+    if rt.custom is not None:
+        return custom.CustomResourceStrategy(rt)
     return _BY_KIND.get((rt.group, rt.kind), strategy.Strategy)(rt)
 
 
