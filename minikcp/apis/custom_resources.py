@@ -295,26 +295,30 @@ def _extensions(schema: Any, value: Any, path: str, *, root: bool = False) -> It
                     return orjson.dumps(item)
                 return orjson.dumps({k: item.get(k) for k in keys}, option=orjson.OPT_SORT_KEYS)
 
-            yield from _duplicates(value, path, identity, keys=keys)
+            yield from _duplicates(value, path, identity)
         if isinstance(items, Mapping):
             for i, item in enumerate(value):
                 yield from _extensions(items, item, vm.index(path, i))
 
 
-def _duplicates(
-    value: list[Any], path: str, identity: Any, *, keys: list[str] | None = None
-) -> Iterator[Cause]:
+def _duplicates(value: list[Any], path: str, identity: Any) -> Iterator[Cause]:
     seen: set[bytes] = set()
     for i, item in enumerate(value):
         ident = identity(item)
         if ident in seen:
-            shown = (
-                {k: item.get(k) for k in keys}
-                if keys is not None and isinstance(item, Mapping)
-                else item
-            )
-            yield vm.duplicate(vm.index(path, i), shown)
+            message = f"Duplicate value: {_go_value(item)}"
+            yield Cause("FieldValueDuplicate", message, vm.index(path, i))
         seen.add(ident)
+
+
+def _go_value(value: Any) -> str:
+    """Go's %#v of a decoded JSON value (maps as map[string]interface {}{...})."""
+    if isinstance(value, Mapping):
+        body = ", ".join(f"{orjson.dumps(k).decode()}:{_go_value(value[k])}" for k in sorted(value))
+        return f"map[string]interface {{}}{{{body}}}"
+    if isinstance(value, list):
+        return "[]interface {}{" + ", ".join(_go_value(v) for v in value) + "}"
+    return vm.go_value(value)
 
 
 # -- defaults --------------------------------------------------------------------------------
