@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from minikcp.apis import catalog
+from minikcp.apis import catalog, kcp_kinds
 from minikcp.registry import reviews, strategy
-from minikcp.registry.strategies import apps, auth, batch, core, custom
+from minikcp.registry.strategies import apps, auth, batch, core, custom, kcp
 
 _BY_KIND: dict[tuple[str, str], type[strategy.Strategy]] = {
     ("", "Namespace"): core.NamespaceStrategy,
@@ -24,7 +24,14 @@ _BY_KIND: dict[tuple[str, str], type[strategy.Strategy]] = {
 def strategy_for(rt: catalog.ResourceType) -> strategy.Strategy:
     if rt.custom is not None:
         return custom.CustomResourceStrategy(rt)
-    return _BY_KIND.get((rt.group, rt.kind), strategy.Strategy)(rt)
+    found = _BY_KIND.get((rt.group, rt.kind))
+    if found is None:
+        found = (
+            kcp.KcpKindStrategy
+            if kcp_kinds.kind_of(rt.group, rt.kind) is not None
+            else strategy.Strategy
+        )
+    return found(rt)
 
 
 # Create-only kinds answered without storage (registry/reviews.py).
