@@ -18,6 +18,7 @@ from aiohttp import web
 
 from minikcp.auth import authn, pki
 from minikcp.cli import kubeconfigs
+from minikcp.controllers import crds as crd_controller
 from minikcp.controllers import workload_simulator
 from minikcp.machinery import users
 from minikcp.registry import registry
@@ -134,6 +135,7 @@ async def serve(options: ServeOptions) -> None:
             if options.simulate_workloads is not None:
                 simulator = workload_simulator.WorkloadSimulator(reg, options.simulate_workloads)
                 simulator_task = tasks.create_task(simulator.run(), name="workload-simulator")
+            crd_task = tasks.create_task(crd_controller.CrdController(reg).run(), name="crds")
             authenticator = authn.Authenticator(
                 tokens={
                     creds.admin_token: users.UserInfo(
@@ -164,6 +166,7 @@ async def serve(options: ServeOptions) -> None:
                 if simulator_task is not None:
                     simulator_task.cancel()
                 registry_task.cancel()
+                crd_task.cancel()
                 hub_task.cancel()
                 raise StartupError(
                     f"cannot listen on {host}:{options.secure_port}: {exc}"
@@ -186,6 +189,7 @@ async def serve(options: ServeOptions) -> None:
             await runner.cleanup()
             if simulator_task is not None:
                 simulator_task.cancel()
+            crd_task.cancel()
             registry_task.cancel()
             hub_task.cancel()
     except* StartupError as group:

@@ -206,9 +206,7 @@ def test_crashing_pods_show_crash_loop_back_off(kubectl: Kubectl) -> None:
 
 def test_wait_for_available(kubectl: Kubectl) -> None:
     kubectl("create", "deployment", "waited", "--image=nginx", "--replicas=2")
-    out = kubectl(
-        "wait", "--for=condition=Available", "deployment/waited", "--timeout=30s"
-    ).stdout
+    out = kubectl("wait", "--for=condition=Available", "deployment/waited", "--timeout=30s").stdout
     assert "condition met" in out
     assert kubectl.get("deployment", "waited")["status"]["availableReplicas"] == 2
 
@@ -219,8 +217,10 @@ def test_deleting_the_deployment_removes_replica_sets_and_pods(kubectl: Kubectl)
     assert len(items(kubectl, "pods", "app=doomed")) == 2
     kubectl("delete", "deployment", "doomed")
     eventually(
-        lambda: not items(kubectl, "replicasets", "app=doomed")
-        and not items(kubectl, "pods", "app=doomed")
+        lambda: (
+            not items(kubectl, "replicasets", "app=doomed")
+            and not items(kubectl, "pods", "app=doomed")
+        )
     )
 
 
@@ -236,4 +236,3 @@ def test_a_pod_deleted_by_hand_is_replaced(kubectl: Kubectl) -> None:
 
     eventually(replaced)
     kubectl("rollout", "status", "deployment/healing", "--timeout=30s")
-

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from minikcp.apis import catalog
+from minikcp.apis import catalog, kcp_kinds
 from minikcp.registry import reviews, strategy
 from minikcp.registry import status_owners as owners
-from minikcp.registry.strategies import apps, auth, batch, core
+from minikcp.registry.strategies import apps, auth, batch, core, custom, kcp
 
 _BY_KIND: dict[tuple[str, str], type[strategy.Strategy]] = {
     ("", "Namespace"): core.NamespaceStrategy,
@@ -18,14 +18,23 @@ _BY_KIND: dict[tuple[str, str], type[strategy.Strategy]] = {
     ("apps", "ReplicaSet"): apps.ReplicaSetStrategy,
     ("batch", "Job"): batch.JobStrategy,
     ("networking.k8s.io", "Ingress"): batch.GenerationStrategy,
-    ("apiextensions.k8s.io", "CustomResourceDefinition"): batch.GenerationStrategy,
+    ("apiextensions.k8s.io", "CustomResourceDefinition"): custom.CrdStrategy,
 }
 
 
 def strategy_for(
     rt: catalog.ResourceType, *, status_owners: owners.DeploymentStatusOwners | None = None
 ) -> strategy.Strategy:
-    return _BY_KIND.get((rt.group, rt.kind), strategy.Strategy)(rt, status_owners=status_owners)
+    if rt.custom is not None:
+        return custom.CustomResourceStrategy(rt)
+    found = _BY_KIND.get((rt.group, rt.kind))
+    if found is None:
+        found = (
+            kcp.KcpKindStrategy
+            if kcp_kinds.kind_of(rt.group, rt.kind) is not None
+            else strategy.Strategy
+        )
+    return found(rt, status_owners=status_owners)
 
 
 # Create-only kinds answered without storage (registry/reviews.py).
