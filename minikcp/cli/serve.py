@@ -19,6 +19,7 @@ from aiohttp import web
 from minikcp.auth import authn, pki
 from minikcp.cli import kubeconfigs
 from minikcp.controllers import crds as crd_controller
+from minikcp.controllers import workload_simulator
 from minikcp.machinery import users
 from minikcp.registry import registry
 from minikcp.server import app as server_app
@@ -41,6 +42,8 @@ class ServeOptions:
     retain_seconds: float = 300.0
     watch_cache_size: int = 10_000
     server_timing: bool = False
+    # Act as a physical cluster: Deployments get ReplicaSets and Pods (None: no simulation).
+    simulate_workloads: workload_simulator.SimulatorOptions | None = None
 
 
 MAX_HEADER_BYTES = 1 << 20
@@ -128,6 +131,10 @@ async def serve(options: ServeOptions) -> None:
             hub_task = tasks.create_task(hub.run(), name="watch-hub")
             reg = await registry.Registry.open(store, hub)
             registry_task = tasks.create_task(reg.run(), name="registry")
+            simulator_task: asyncio.Task[None] | None = None
+            if options.simulate_workloads is not None:
+                simulator = workload_simulator.WorkloadSimulator(reg, options.simulate_workloads)
+                simulator_task = tasks.create_task(simulator.run(), name="workload-simulator")
             crd_task = tasks.create_task(crd_controller.CrdController(reg).run(), name="crds")
             authenticator = authn.Authenticator(
                 tokens={
@@ -156,6 +163,8 @@ async def serve(options: ServeOptions) -> None:
                 await site.start()
             except OSError as exc:
                 await runner.cleanup()
+                if simulator_task is not None:
+                    simulator_task.cancel()
                 registry_task.cancel()
                 crd_task.cancel()
                 hub_task.cancel()
@@ -178,6 +187,8 @@ async def serve(options: ServeOptions) -> None:
             ready.clear()
             # Stop accepting, end open watches and requests, then stop the hub.
             await runner.cleanup()
+            if simulator_task is not None:
+                simulator_task.cancel()
             crd_task.cancel()
             registry_task.cancel()
             hub_task.cancel()

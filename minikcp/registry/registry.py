@@ -14,6 +14,7 @@ from minikcp.registry import (
     keys,
     namespaces,
     reviews,
+    status_owners,
     store,
     strategies,
     watching,
@@ -43,6 +44,8 @@ class Registry:
         self.catalog = types or catalog.Catalog.builtin()
         self.watch_settings = watch_settings
         self._events = watching.EventObjects()
+        # Who reports Deployment status: the registry at once, or a controller (per namespace).
+        self.deployment_status = status_owners.DeploymentStatusOwners()
         self._stores: dict[catalog.ResourceType, store.ResourceStore] = {}
         self._reviewers: dict[catalog.ResourceType, reviews.ReviewStore | None] = {}
         ns_type = self.catalog.by_resource("", "v1", "namespaces")
@@ -113,7 +116,7 @@ class Registry:
         if found is None:
             found = store.ResourceStore(
                 rt,
-                strategies.strategy_for(rt),
+                strategies.strategy_for(rt, status_owners=self.deployment_status),
                 self.storage,
                 namespace_check=self.namespaces.check_writable,
             )

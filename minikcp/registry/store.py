@@ -291,7 +291,7 @@ class ResourceStore:
             self.strategy.apply_defaults(obj)
             self.strategy.prepare_for_create(obj)
             self._validate(ctx, obj, None, opts)
-            self.strategy.after_write(obj, None)
+            self.strategy.after_write(obj, None, ctx.cluster)
             self._managed_fields(obj, None, opts, "")
         if opts.dry_run:
             return StoredObject.from_dict(obj, cluster=ctx.cluster, revision=0)
@@ -381,7 +381,7 @@ class ResourceStore:
                     self.rt.plural, name, errors.STALE_OBJECT, group=self.rt.group
                 )
             old = current.stored_view()  # as stored: no resourceVersion, no cluster annotation
-            new = self._prepare_update(desired, old, subresource)
+            new = self._prepare_update(desired, old, subresource, ctx.cluster)
             self._validate(ctx, new, old, opts)
             if managed:
                 self._managed_fields(new, old, opts, subresource)
@@ -416,7 +416,7 @@ class ResourceStore:
         raise errors.conflict(self.rt.plural, name, errors.STALE_OBJECT, group=self.rt.group)
 
     def _prepare_update(
-        self, desired: dict[str, Any], old: Mapping[str, Any], subresource: str
+        self, desired: dict[str, Any], old: Mapping[str, Any], subresource: str, cluster: str
     ) -> dict[str, Any]:
         meta = desired["metadata"]
         old_meta = old.get("metadata", {})
@@ -442,7 +442,7 @@ class ResourceStore:
         else:
             self.strategy.apply_defaults(desired)
             self.strategy.prepare_for_update(desired, old)
-            self.strategy.after_write(desired, old)
+            self.strategy.after_write(desired, old, cluster)
         if old_meta.get("deletionTimestamp"):
             # A terminating object may lose finalizers but never gain new ones.
             added = set(meta.get("finalizers") or ()) - set(old_meta.get("finalizers") or ())

@@ -11,6 +11,7 @@ from typing import Any
 
 from minikcp.apis import catalog, defaults, printers, validation
 from minikcp.machinery import errors, names
+from minikcp.registry import status_owners as owners
 
 
 class Strategy:
@@ -25,8 +26,15 @@ class Strategy:
     # Whether stored bytes go through `on_read` before anyone sees them.
     transforms_reads = False
 
-    def __init__(self, rt: catalog.ResourceType) -> None:
+    def __init__(
+        self,
+        rt: catalog.ResourceType,
+        *,
+        status_owners: owners.DeploymentStatusOwners | None = None,
+    ) -> None:
         self.rt = rt
+        # Where the registry derives status itself and where a controller owns it.
+        self.status_owners = status_owners or owners.DeploymentStatusOwners()
         self.has_status = any(s.name == "status" for s in rt.subresources)
         self.printer = printers.printer_for(rt.group, rt.kind)
 
@@ -67,7 +75,7 @@ class Strategy:
         if status is not None:
             obj["status"] = status
 
-    def after_write(self, obj: dict[str, Any], old: Mapping[str, Any] | None) -> None:
+    def after_write(self, obj: dict[str, Any], old: Mapping[str, Any] | None, cluster: str) -> None:
         """Last adjustments once the object is final (e.g. status derived from spec)."""
 
     def validate(self, obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> list[errors.Cause]:

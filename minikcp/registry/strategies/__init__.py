@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from minikcp.apis import catalog, kcp_kinds
 from minikcp.registry import reviews, strategy
+from minikcp.registry import status_owners as owners
 from minikcp.registry.strategies import apps, auth, batch, core, custom, kcp
 
 _BY_KIND: dict[tuple[str, str], type[strategy.Strategy]] = {
@@ -21,7 +22,9 @@ _BY_KIND: dict[tuple[str, str], type[strategy.Strategy]] = {
 }
 
 
-def strategy_for(rt: catalog.ResourceType) -> strategy.Strategy:
+def strategy_for(
+    rt: catalog.ResourceType, *, status_owners: owners.DeploymentStatusOwners | None = None
+) -> strategy.Strategy:
     if rt.custom is not None:
         return custom.CustomResourceStrategy(rt)
     found = _BY_KIND.get((rt.group, rt.kind))
@@ -31,7 +34,7 @@ def strategy_for(rt: catalog.ResourceType) -> strategy.Strategy:
             if kcp_kinds.kind_of(rt.group, rt.kind) is not None
             else strategy.Strategy
         )
-    return found(rt)
+    return found(rt, status_owners=status_owners)
 
 
 # Create-only kinds answered without storage (registry/reviews.py).
