@@ -89,7 +89,13 @@ class ResourceStore:
             raise interpreted.interpret(exc, self.rt, name) from None
         if item is None:
             return None
-        return StoredObject(item.value, cluster=ctx.cluster, revision=item.mod_rev)
+        return self.stored(item.value, cluster=ctx.cluster, revision=item.mod_rev)
+
+    def stored(self, value: bytes, *, cluster: str, revision: int) -> StoredObject:
+        """An object read from storage, as this type serves it (see Strategy.on_read)."""
+        if self.strategy.transforms_reads:
+            value = self.strategy.on_read(value)
+        return StoredObject(value, cluster=cluster, revision=revision)
 
     async def list(
         self, ctx: RequestContext, namespace: str, opts: list_options.ListOptions
@@ -135,7 +141,7 @@ class ResourceStore:
             for item in page.items:
                 if prefilter is not None and not prefilter.may_match(item.value):
                     continue
-                obj = StoredObject(
+                obj = self.stored(
                     item.value,
                     cluster=cluster or keys.cluster_of(self.rt, item.key),
                     revision=item.mod_rev,

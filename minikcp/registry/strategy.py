@@ -23,6 +23,8 @@ class Strategy:
     name_validator = staticmethod(names.dns1123_subdomain_errors)
     # Field selectors a kind supports beyond metadata.name and metadata.namespace.
     extra_selectable_fields: frozenset[str] = frozenset()
+    # Whether stored bytes go through `on_read` before anyone sees them.
+    transforms_reads = False
 
     def __init__(
         self,
@@ -85,6 +87,10 @@ class Strategy:
         return any(obj.get(k) != old.get(k) for k in keys)
 
     # -- reads ----------------------------------------------------------------------------------
+
+    def on_read(self, value: bytes) -> bytes:
+        """Stored bytes as this type serves them (only called when `transforms_reads`)."""
+        return value
 
     def selectable_fields(self, obj: Mapping[str, Any]) -> dict[str, str]:
         meta = obj.get("metadata", {})

@@ -326,3 +326,28 @@ def test_custom_resources_behave_like_built_ins(server: ServerProcess, kubectl: 
         if i["metadata"]["annotations"]["kcp.io/cluster"] == kubectl.cluster
     ]
     assert mine == ["g"]
+
+
+def test_versions_share_objects_and_defaults_apply_on_read(
+    server: ServerProcess, kubectl: Kubectl
+) -> None:
+    body = json.loads(crd())
+    v1 = body["spec"]["versions"][0]
+    v2 = json.loads(json.dumps(v1))
+    v2.update(name="v2", storage=False)
+    v2["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"].pop("replicas")
+    v3 = dict(v2, name="v3", served=False)
+    body["spec"]["versions"] = [v1, v2, v3]
+    _established(kubectl, json.dumps(body))
+    resources = kubectl("api-resources", "--api-group=example.com", "-o", "name").stdout
+    assert resources.split() == ["widgets.example.com"]
+    code, _ = _status(server, "GET", f"/clusters/{kubectl.cluster}/apis/example.com/v3")
+    assert code == 404
+    kubectl("apply", "-f", "-", input=widget("w", {"size": "small"}, api_version="example.com/v2"))
+    as_v1 = kubectl.get("widgets.v1.example.com", "w")
+    as_v2 = kubectl.get("widgets.v2.example.com", "w")
+    assert (as_v1["apiVersion"], as_v2["apiVersion"]) == ("example.com/v1", "example.com/v2")
+    # v2 has no default for replicas; v1 adds it when reading what v2 wrote.
+    assert "replicas" not in as_v2["spec"]
+    assert as_v1["spec"]["replicas"] == 1
+    assert as_v1["metadata"]["uid"] == as_v2["metadata"]["uid"]

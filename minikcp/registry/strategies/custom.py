@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from minikcp.apis import crds, printers
+from minikcp.apis import crds, custom_resources, printers
 from minikcp.machinery import errors
 from minikcp.registry import strategy
 from minikcp.registry.strategies import apps
@@ -63,6 +63,21 @@ class CustomResourceStrategy(apps.ScalableStrategy):
         columns = orjson.loads(rt.custom.printer_columns)
         self.printer = printers.crd_printer(columns if isinstance(columns, list) else [])
         self._scale_paths = rt.custom.scale_paths
+        self._api_version = orjson.dumps(rt.api_version)
+        self._has_defaults = custom_resources.compiled(rt).has_defaults
+
+    # Objects are read as the requested version (conversion None: only apiVersion changes) and
+    # with the schema's defaults, also for objects stored before a default was added.
+    transforms_reads = True
+
+    def on_read(self, value: bytes) -> bytes:
+        if not self._has_defaults and b'"apiVersion":' + self._api_version in value:
+            return value
+        obj = orjson.loads(value)
+        changed = obj.get("apiVersion") != self.rt.api_version
+        obj["apiVersion"] = self.rt.api_version
+        changed = custom_resources.apply_defaults(self.rt, obj) or changed
+        return orjson.dumps(obj) if changed else value
 
     def spec_changed(self, obj: Mapping[str, Any], old: Mapping[str, Any]) -> bool:  # type: ignore[override]
         skipped = {"metadata", "apiVersion", "kind"} | ({"status"} if self.has_status else set())
