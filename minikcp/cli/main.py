@@ -10,6 +10,7 @@ from pathlib import Path
 
 from minikcp.auth import pki
 from minikcp.cli import kubeconfigs, serve, ws
+from minikcp.controllers import workload_simulator
 from minikcp.machinery import request_info
 from minikcp.server import nonresource
 
@@ -55,6 +56,31 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="send each response's handling time in a Server-Timing header (for benchmarks)",
     )
+    sim = start.add_argument_group("workload simulation (act as a physical cluster)")
+    sim.add_argument(
+        "--simulate-workloads",
+        action="store_true",
+        help="give Deployments ReplicaSets and Pods and roll them out, as the deployment "
+        "controller and kubelets would",
+    )
+    sim.add_argument(
+        "--rollout-delay",
+        default=2.0,
+        type=_seconds,
+        metavar="SECONDS",
+        help="with --simulate-workloads: seconds until a new pod is Ready (default 2)",
+    )
+    sim.add_argument(
+        "--fail-rollouts",
+        action="store_true",
+        help="with --simulate-workloads: pods never become Ready, so rollouts exceed their "
+        "progress deadline",
+    )
+    sim.add_argument(
+        "--crash-pods",
+        action="store_true",
+        help="with --simulate-workloads: containers crash-loop (CrashLoopBackOff)",
+    )
     start.add_argument("-v", "--verbose", action="store_true")
     kc = sub.add_parser("kubeconfig", help="print or write a kubeconfig for a logical cluster")
     kc.add_argument("--root-dir", default=".minikcp", type=Path)
@@ -64,6 +90,13 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("version", help="print the version")
     sub.add_parser("ws", help="move between workspaces, as `kubectl ws` (see `minikcp ws -h`)")
     return parser
+
+
+def _seconds(text: str) -> float:
+    value = float(text)
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds >= 0: {text!r}")
+    return value
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -96,6 +129,13 @@ def main(argv: list[str] | None = None) -> int:
         retain_seconds=args.retain_seconds,
         watch_cache_size=args.watch_cache_size,
         server_timing=args.server_timing,
+        simulate_workloads=workload_simulator.SimulatorOptions(
+            rollout_delay=args.rollout_delay,
+            fail_rollouts=args.fail_rollouts,
+            crash_pods=args.crash_pods,
+        )
+        if args.simulate_workloads
+        else None,
     )
     try:
         asyncio.run(serve.serve(options))

@@ -18,6 +18,8 @@ from aiohttp import web
 
 from minikcp.auth import authn, pki
 from minikcp.cli import kubeconfigs
+from minikcp.controllers import crds as crd_controller
+from minikcp.controllers import workload_simulator
 from minikcp.controllers import workspaces as workspace_controller
 from minikcp.machinery import users
 from minikcp.registry import registry
@@ -42,6 +44,8 @@ class ServeOptions:
     retain_seconds: float = 300.0
     watch_cache_size: int = 10_000
     server_timing: bool = False
+    # Act as a physical cluster: Deployments get ReplicaSets and Pods (None: no simulation).
+    simulate_workloads: workload_simulator.SimulatorOptions | None = None
 
 
 MAX_HEADER_BYTES = 1 << 20
@@ -133,7 +137,11 @@ async def serve(options: ServeOptions) -> None:
             resolver_task = tasks.create_task(resolver.run(), name="cluster-resolver")
             controller = workspace_controller.WorkspaceController(lifecycle)
             controller_task = tasks.create_task(controller.run(), name="workspace-controller")
-            background = (registry_task, resolver_task, controller_task)
+            crd_task = tasks.create_task(crd_controller.CrdController(reg).run(), name="crds")
+            background = [registry_task, resolver_task, controller_task, crd_task]
+            if options.simulate_workloads is not None:
+                simulator = workload_simulator.WorkloadSimulator(reg, options.simulate_workloads)
+                background.append(tasks.create_task(simulator.run(), name="workload-simulator"))
             authenticator = authn.Authenticator(
                 tokens={
                     creds.admin_token: users.UserInfo(
