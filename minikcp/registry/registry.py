@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Iterable
+from typing import Any
 
 import orjson
 
 from minikcp.apis import catalog
-from minikcp.machinery import list_options
-from minikcp.registry import namespaces, reviews, store, strategies, watching
+from minikcp.machinery import errors, list_options, rbac
+from minikcp.registry import (
+    namespaces,
+    rbac_policy,
+    reviews,
+    store,
+    strategies,
+    token_requests,
+    watching,
+)
 from minikcp.registry.objects import RequestContext
 from storage import errors as storage_errors
 from storage import hub as storage_hub
@@ -28,7 +38,9 @@ class Registry:
         bootstrap_time: str,
         types: catalog.Catalog | None = None,
         watch_settings: watching.WatchSettings = watching.DEFAULT_SETTINGS,
+        service_account_tokens: token_requests.TokenSettings | None = None,
     ) -> None:
+        self.service_account_tokens = service_account_tokens
         self.storage = storage
         self.hub = hub
         self.catalog = types or catalog.Catalog.builtin()
@@ -46,6 +58,8 @@ class Registry:
             namespaced_types=self._namespaced_types,
         )
         self._stores[ns_type] = self.namespaces
+        # RBAC of every logical cluster over the shared bootstrap policy: the one authorizer.
+        self.policy = rbac_policy.PolicyStore(self._rbac_store)
 
     @classmethod
     async def open(
@@ -68,11 +82,18 @@ class Registry:
 
     async def run(self) -> None:
         """The registry's own background work (cache invalidation); runs until cancelled."""
-        await self.namespaces.run(self.hub)
+        async with asyncio.TaskGroup() as tasks:
+            tasks.create_task(self.namespaces.run(self.hub), name="namespace-cache")
+            tasks.create_task(self.policy.run(self.hub), name="rbac-cache")
 
     def catalog_for(self, cluster: str) -> catalog.Catalog:
         """The kinds served in a logical cluster (built-ins; CRD-derived kinds come later)."""
         return self.catalog
+
+    def _rbac_store(self, plural: str) -> store.ResourceStore:
+        rt = self.catalog.by_resource(rbac.GROUP, "v1", plural)
+        assert rt is not None
+        return self.store(rt)
 
     def _namespaced_types(self) -> Iterable[catalog.ResourceType]:
         return [rt for rt in self.catalog.all_types() if rt.namespaced]
@@ -82,17 +103,32 @@ class Registry:
         if found is None:
             found = store.ResourceStore(
                 rt,
-                strategies.strategy_for(rt),
+                strategies.strategy_for(rt, policy=self.policy),
                 self.storage,
                 namespace_check=self.namespaces.check_writable,
             )
             self._stores[rt] = found
         return found
 
+    async def create_subresource(
+        self,
+        rt: catalog.ResourceType,
+        ctx: RequestContext,
+        namespace: str,
+        name: str,
+        subresource: str,
+        body: dict[str, Any],
+    ) -> dict[str, Any]:
+        """POST to a create-only subresource (serviceaccounts/token); nothing is stored."""
+        tokens = self.service_account_tokens
+        if (rt.group, rt.kind, subresource) == ("", "ServiceAccount", "token") and tokens:
+            return await token_requests.create(self.store(rt), ctx, namespace, name, body, tokens)
+        raise errors.method_not_allowed("create", f"{rt.plural}/{subresource}")
+
     def reviewer(self, rt: catalog.ResourceType) -> reviews.ReviewStore | None:
         """The store of a create-only review kind; None for kinds whose objects are stored."""
         if rt not in self._reviewers:
-            strategy = strategies.review_strategy_for(rt)
+            strategy = strategies.review_strategy_for(rt, self.policy)
             self._reviewers[rt] = reviews.ReviewStore(rt, strategy) if strategy else None
         return self._reviewers[rt]
 

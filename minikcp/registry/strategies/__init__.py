@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from minikcp.apis import catalog
-from minikcp.registry import reviews, strategy
-from minikcp.registry.strategies import apps, auth, batch, core
+from minikcp.registry import rbac_policy, reviews, strategy
+from minikcp.registry.strategies import apps, auth, batch, core, rbac
 
 _BY_KIND: dict[tuple[str, str], type[strategy.Strategy]] = {
     ("", "Namespace"): core.NamespaceStrategy,
@@ -21,7 +21,21 @@ _BY_KIND: dict[tuple[str, str], type[strategy.Strategy]] = {
 }
 
 
-def strategy_for(rt: catalog.ResourceType) -> strategy.Strategy:
+# Kinds whose writes are checked against the author's RBAC rules.
+_GUARDED: dict[tuple[str, str], type[rbac.RoleStrategy | rbac.BindingStrategy]] = {
+    ("rbac.authorization.k8s.io", "Role"): rbac.RoleStrategy,
+    ("rbac.authorization.k8s.io", "ClusterRole"): rbac.RoleStrategy,
+    ("rbac.authorization.k8s.io", "RoleBinding"): rbac.BindingStrategy,
+    ("rbac.authorization.k8s.io", "ClusterRoleBinding"): rbac.BindingStrategy,
+}
+
+
+def strategy_for(
+    rt: catalog.ResourceType, *, policy: rbac_policy.PolicyStore | None = None
+) -> strategy.Strategy:
+    guarded = _GUARDED.get((rt.group, rt.kind))
+    if guarded is not None and policy is not None:
+        return guarded(rt, policy)
     return _BY_KIND.get((rt.group, rt.kind), strategy.Strategy)(rt)
 
 
@@ -30,9 +44,12 @@ _REVIEWS: dict[tuple[str, str], type[reviews.ReviewStrategy]] = {
     ("authorization.k8s.io", "SelfSubjectAccessReview"): (auth.SelfSubjectAccessReviewStrategy),
     ("authorization.k8s.io", "SelfSubjectRulesReview"): auth.SelfSubjectRulesReviewStrategy,
     ("authentication.k8s.io", "SelfSubjectReview"): auth.SelfSubjectReviewStrategy,
+    ("authorization.k8s.io", "SubjectAccessReview"): auth.SubjectAccessReviewStrategy,
 }
 
 
-def review_strategy_for(rt: catalog.ResourceType) -> reviews.ReviewStrategy | None:
+def review_strategy_for(
+    rt: catalog.ResourceType, policy: rbac_policy.PolicyStore
+) -> reviews.ReviewStrategy | None:
     found = _REVIEWS.get((rt.group, rt.kind))
-    return found(rt) if found is not None else None
+    return found(rt, policy) if found is not None else None
