@@ -147,6 +147,34 @@ class ClusterPolicy:
         self._users: dict[tuple[str, tuple[str, ...], str], _UserRules] = {}
         self._access: dict[tuple[str, tuple[str, ...]], bool] = {}
 
+    @classmethod
+    def from_objects(
+        cls,
+        *,
+        cluster_roles: Iterable[Mapping[str, Any]] = (),
+        roles: Iterable[Mapping[str, Any]] = (),
+        cluster_bindings: Iterable[Mapping[str, Any]] = (),
+        role_bindings: Iterable[Mapping[str, Any]] = (),
+        base: ClusterPolicy | None = None,
+    ) -> ClusterPolicy:
+        """From RBAC objects as stored (dicts)."""
+        by_namespace: dict[str, list[_Binding]] = {}
+        for obj in role_bindings:
+            binding = _Binding.from_dict(obj)
+            by_namespace.setdefault(binding.namespace, []).append(binding)
+        return cls(
+            cluster_roles=[_Role.from_dict(o) for o in cluster_roles],
+            roles={
+                (str(o["metadata"].get("namespace", "")), str(o["metadata"]["name"])): (
+                    _Role.from_dict(o)
+                )
+                for o in roles
+            },
+            cluster_bindings=[_Binding.from_dict(o) for o in cluster_bindings],
+            role_bindings=by_namespace,
+            base=base,
+        )
+
     # -- ClusterRoles, with aggregation -------------------------------------------------------
 
     def _role_named(self, name: str) -> _Role | None:
@@ -251,14 +279,10 @@ class ClusterPolicy:
         return found
 
 
-def _bootstrap() -> ClusterPolicy:
-    return ClusterPolicy(
-        cluster_roles=[_Role.from_dict(r) for r in rbac_bootstrap.CLUSTER_ROLES],
-        cluster_bindings=[_Binding.from_dict(b) for b in rbac_bootstrap.CLUSTER_ROLE_BINDINGS],
-    )
-
-
-BOOTSTRAP = _bootstrap()
+BOOTSTRAP = ClusterPolicy.from_objects(
+    cluster_roles=rbac_bootstrap.CLUSTER_ROLES,
+    cluster_bindings=rbac_bootstrap.CLUSTER_ROLE_BINDINGS,
+)
 
 
 def scoped(user: users.UserInfo, cluster: str) -> users.UserInfo:
@@ -317,24 +341,11 @@ class PolicyStore:
         return [item.stored_view() for item in result.items]
 
     async def _load(self, cluster: str) -> ClusterPolicy:
-        cluster_roles = await self._items(cluster, "clusterroles")
-        roles = await self._items(cluster, "roles")
-        cluster_bindings = await self._items(cluster, "clusterrolebindings")
-        role_bindings = await self._items(cluster, "rolebindings")
-        by_namespace: dict[str, list[_Binding]] = {}
-        for obj in role_bindings:
-            binding = _Binding.from_dict(obj)
-            by_namespace.setdefault(binding.namespace, []).append(binding)
-        return ClusterPolicy(
-            cluster_roles=[_Role.from_dict(o) for o in cluster_roles],
-            roles={
-                (str(o["metadata"].get("namespace", "")), str(o["metadata"]["name"])): (
-                    _Role.from_dict(o)
-                )
-                for o in roles
-            },
-            cluster_bindings=[_Binding.from_dict(o) for o in cluster_bindings],
-            role_bindings=by_namespace,
+        return ClusterPolicy.from_objects(
+            cluster_roles=await self._items(cluster, "clusterroles"),
+            roles=await self._items(cluster, "roles"),
+            cluster_bindings=await self._items(cluster, "clusterrolebindings"),
+            role_bindings=await self._items(cluster, "rolebindings"),
             base=BOOTSTRAP,
         )
 
