@@ -31,10 +31,14 @@ STATUS_VERBS = ("get", "patch", "update")
 
 @functools.cache
 def upstream_definitions() -> Mapping[str, Schema]:
-    """The `$defs` of the pinned upstream JSON schemas (kubernetes-validate), loaded once."""
+    """The `$defs` of the pinned upstream JSON schemas (kubernetes-validate), loaded once, plus
+    those of minikcp's kcp-style kinds (`kcp_kinds`), which are served like built-ins."""
+    from minikcp.apis import kcp_kinds  # it builds on this module's types
+
     root = importlib.resources.files("kubernetes_validate")
     data = orjson.loads(root.joinpath(_DEFINITIONS_FILE).read_bytes())
-    defs: Mapping[str, Schema] = data["$defs"]
+    defs: dict[str, Schema] = data["$defs"]
+    defs.update(kcp_kinds.definitions())
     return defs
 
 
@@ -49,6 +53,20 @@ class Subresource:
     @property
     def api_version(self) -> str:
         return f"{self.group}/{self.version}" if self.group else self.version
+
+
+@dataclass(frozen=True, slots=True)
+class CustomResource:
+    """What a CRD version adds to a served type; JSON kept as bytes so the type stays hashable.
+
+    Two logical clusters with the same CRD get equal types (one store, one compiled schema);
+    different schemas give different types.
+    """
+
+    schema: bytes  # the version's openAPIV3Schema
+    printer_columns: bytes = b"[]"  # additionalPrinterColumns
+    # subresources.scale: spec replicas, status replicas and label selector JSON paths.
+    scale_paths: tuple[str, str, str] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +88,8 @@ class ResourceType:
     builtin: bool = True
     # The group/version/kind the objects are stored as; defaults to this type's own.
     storage_gvk: tuple[str, str, str] | None = None
+    # Set for kinds served from a CustomResourceDefinition.
+    custom: CustomResource | None = None
 
     @property
     def group_version(self) -> str:
@@ -476,4 +496,6 @@ class Catalog:
 
 @functools.cache
 def _builtin_catalog() -> Catalog:
-    return Catalog(BUILTIN_TYPES)
+    from minikcp.apis import kcp_kinds  # it builds on this module's types
+
+    return Catalog(BUILTIN_TYPES + kcp_kinds.resource_types())

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from minikcp.auth import pki
 from minikcp.cli import kubeconfigs, serve
+from minikcp.controllers import workload_simulator
 from minikcp.machinery import request_info
 from minikcp.server import nonresource
 
@@ -61,6 +62,31 @@ def _parser() -> argparse.ArgumentParser:
         type=Path,
         help='static bearer tokens, kube-apiserver\'s CSV format: token,user,uid,"group1,group2"',
     )
+    sim = start.add_argument_group("workload simulation (act as a physical cluster)")
+    sim.add_argument(
+        "--simulate-workloads",
+        action="store_true",
+        help="give Deployments ReplicaSets and Pods and roll them out, as the deployment "
+        "controller and kubelets would",
+    )
+    sim.add_argument(
+        "--rollout-delay",
+        default=2.0,
+        type=_seconds,
+        metavar="SECONDS",
+        help="with --simulate-workloads: seconds until a new pod is Ready (default 2)",
+    )
+    sim.add_argument(
+        "--fail-rollouts",
+        action="store_true",
+        help="with --simulate-workloads: pods never become Ready, so rollouts exceed their "
+        "progress deadline",
+    )
+    sim.add_argument(
+        "--crash-pods",
+        action="store_true",
+        help="with --simulate-workloads: containers crash-loop (CrashLoopBackOff)",
+    )
     start.add_argument("-v", "--verbose", action="store_true")
     kc = sub.add_parser("kubeconfig", help="print or write a kubeconfig for a logical cluster")
     kc.add_argument("--root-dir", default=".minikcp", type=Path)
@@ -78,6 +104,13 @@ def _parser() -> argparse.ArgumentParser:
     kc.add_argument("-o", "--output", type=Path, default=None)
     sub.add_parser("version", help="print the version")
     return parser
+
+
+def _seconds(text: str) -> float:
+    value = float(text)
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds >= 0: {text!r}")
+    return value
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -108,6 +141,13 @@ def main(argv: list[str] | None = None) -> int:
         watch_cache_size=args.watch_cache_size,
         server_timing=args.server_timing,
         token_auth_file=args.token_auth_file,
+        simulate_workloads=workload_simulator.SimulatorOptions(
+            rollout_delay=args.rollout_delay,
+            fail_rollouts=args.fail_rollouts,
+            crash_pods=args.crash_pods,
+        )
+        if args.simulate_workloads
+        else None,
     )
     try:
         asyncio.run(serve.serve(options))

@@ -18,6 +18,8 @@ from aiohttp import web
 
 from minikcp.auth import authn, pki, service_accounts, tls, token_file
 from minikcp.cli import kubeconfigs
+from minikcp.controllers import crds as crd_controller
+from minikcp.controllers import workload_simulator
 from minikcp.machinery import rbac, users
 from minikcp.registry import registry, token_requests
 from minikcp.server import app as server_app
@@ -41,6 +43,8 @@ class ServeOptions:
     watch_cache_size: int = 10_000
     server_timing: bool = False
     token_auth_file: Path | None = None
+    # Act as a physical cluster: Deployments get ReplicaSets and Pods (None: no simulation).
+    simulate_workloads: workload_simulator.SimulatorOptions | None = None
 
 
 MAX_HEADER_BYTES = 1 << 20
@@ -149,6 +153,11 @@ async def serve(options: ServeOptions) -> None:
                 service_account_tokens=token_requests.TokenSettings(sign=signing_key.sign),
             )
             registry_task = tasks.create_task(reg.run(), name="registry")
+            simulator_task: asyncio.Task[None] | None = None
+            if options.simulate_workloads is not None:
+                simulator = workload_simulator.WorkloadSimulator(reg, options.simulate_workloads)
+                simulator_task = tasks.create_task(simulator.run(), name="workload-simulator")
+            crd_task = tasks.create_task(crd_controller.CrdController(reg).run(), name="crds")
             application = server_app.build_app(
                 reg, authenticator, ready=ready.is_set, server_timing=options.server_timing
             )
@@ -169,7 +178,10 @@ async def serve(options: ServeOptions) -> None:
                 await site.start()
             except OSError as exc:
                 await runner.cleanup()
+                if simulator_task is not None:
+                    simulator_task.cancel()
                 registry_task.cancel()
+                crd_task.cancel()
                 hub_task.cancel()
                 raise StartupError(
                     f"cannot listen on {host}:{options.secure_port}: {exc}"
@@ -190,6 +202,9 @@ async def serve(options: ServeOptions) -> None:
             ready.clear()
             # Stop accepting, end open watches and requests, then stop the hub.
             await runner.cleanup()
+            if simulator_task is not None:
+                simulator_task.cancel()
+            crd_task.cancel()
             registry_task.cancel()
             hub_task.cancel()
     except* StartupError as group:

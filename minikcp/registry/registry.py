@@ -11,9 +11,12 @@ import orjson
 from minikcp.apis import catalog
 from minikcp.machinery import errors, list_options, rbac
 from minikcp.registry import (
+    custom_catalogs,
+    keys,
     namespaces,
     rbac_policy,
     reviews,
+    status_owners,
     store,
     strategies,
     token_requests,
@@ -46,6 +49,8 @@ class Registry:
         self.catalog = types or catalog.Catalog.builtin()
         self.watch_settings = watch_settings
         self._events = watching.EventObjects()
+        # Who reports Deployment status: the registry at once, or a controller (per namespace).
+        self.deployment_status = status_owners.DeploymentStatusOwners()
         self._stores: dict[catalog.ResourceType, store.ResourceStore] = {}
         self._reviewers: dict[catalog.ResourceType, reviews.ReviewStore | None] = {}
         ns_type = self.catalog.by_resource("", "v1", "namespaces")
@@ -58,6 +63,18 @@ class Registry:
             namespaced_types=self._namespaced_types,
         )
         self._stores[ns_type] = self.namespaces
+        crd_type = self.catalog.by_resource(
+            "apiextensions.k8s.io", "v1", "customresourcedefinitions"
+        )
+        assert crd_type is not None
+        self.crds = custom_catalogs.CustomCatalogs(crd_type, self.catalog)
+        self._stores[crd_type] = custom_catalogs.CrdStore(
+            crd_type,
+            strategies.strategy_for(crd_type),
+            storage,
+            namespace_check=self.namespaces.check_writable,
+            index=self.crds,
+        )
         # RBAC of every logical cluster over the shared bootstrap policy: the one authorizer.
         self.policy = rbac_policy.PolicyStore(self._rbac_store)
 
@@ -78,32 +95,43 @@ class Registry:
                 item = await storage.get(_BOOTSTRAP_KEY)
         if item is not None:
             created = orjson.loads(item.value)["created"]
-        return cls(storage, hub, bootstrap_time=created, **kwargs)  # type: ignore[arg-type]
+        reg = cls(storage, hub, bootstrap_time=created, **kwargs)  # type: ignore[arg-type]
+        await reg.crds.load(storage)  # one range read of the CRDs, however many clusters
+        return reg
 
     async def run(self) -> None:
         """The registry's own background work (cache invalidation); runs until cancelled."""
         async with asyncio.TaskGroup() as tasks:
             tasks.create_task(self.namespaces.run(self.hub), name="namespace-cache")
             tasks.create_task(self.policy.run(self.hub), name="rbac-cache")
+            tasks.create_task(self.crds.run(self.storage, self.hub), name="crd-catalogs")
 
     def catalog_for(self, cluster: str) -> catalog.Catalog:
-        """The kinds served in a logical cluster (built-ins; CRD-derived kinds come later)."""
-        return self.catalog
+        """The kinds served in a logical cluster: the built-ins plus its established CRDs'
+        (`*`: every custom resource served in some cluster, for lists and watches)."""
+        return self.crds.catalog_for(cluster)
+
+    async def delete_custom_resources(self, rt: catalog.ResourceType, cluster: str) -> int:
+        """Every object of a custom resource in one logical cluster, in one prefix deletion."""
+        deleted = await self.storage.delete_prefix(keys.list_prefix(rt, cluster))
+        return len(deleted)
+
+    def _namespaced_types(self, cluster: str) -> Iterable[catalog.ResourceType]:
+        return [rt for rt in self.catalog_for(cluster).all_types() if rt.namespaced]
 
     def _rbac_store(self, plural: str) -> store.ResourceStore:
         rt = self.catalog.by_resource(rbac.GROUP, "v1", plural)
         assert rt is not None
         return self.store(rt)
 
-    def _namespaced_types(self) -> Iterable[catalog.ResourceType]:
-        return [rt for rt in self.catalog.all_types() if rt.namespaced]
-
     def store(self, rt: catalog.ResourceType) -> store.ResourceStore:
         found = self._stores.get(rt)
         if found is None:
             found = store.ResourceStore(
                 rt,
-                strategies.strategy_for(rt, policy=self.policy),
+                strategies.strategy_for(
+                    rt, status_owners=self.deployment_status, policy=self.policy
+                ),
                 self.storage,
                 namespace_check=self.namespaces.check_writable,
             )

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from minikcp.apis import catalog
+from minikcp.apis import catalog, kcp_kinds
 from minikcp.registry import rbac_policy, reviews, strategy
-from minikcp.registry.strategies import apps, auth, batch, core, rbac
+from minikcp.registry import status_owners as owners
+from minikcp.registry.strategies import apps, auth, batch, core, custom, kcp, rbac
 
 _BY_KIND: dict[tuple[str, str], type[strategy.Strategy]] = {
     ("", "Namespace"): core.NamespaceStrategy,
@@ -17,7 +18,7 @@ _BY_KIND: dict[tuple[str, str], type[strategy.Strategy]] = {
     ("apps", "ReplicaSet"): apps.ReplicaSetStrategy,
     ("batch", "Job"): batch.JobStrategy,
     ("networking.k8s.io", "Ingress"): batch.GenerationStrategy,
-    ("apiextensions.k8s.io", "CustomResourceDefinition"): batch.GenerationStrategy,
+    ("apiextensions.k8s.io", "CustomResourceDefinition"): custom.CrdStrategy,
 }
 
 
@@ -31,12 +32,24 @@ _GUARDED: dict[tuple[str, str], type[rbac.RoleStrategy | rbac.BindingStrategy]] 
 
 
 def strategy_for(
-    rt: catalog.ResourceType, *, policy: rbac_policy.PolicyStore | None = None
+    rt: catalog.ResourceType,
+    *,
+    status_owners: owners.DeploymentStatusOwners | None = None,
+    policy: rbac_policy.PolicyStore | None = None,
 ) -> strategy.Strategy:
+    if rt.custom is not None:
+        return custom.CustomResourceStrategy(rt)
     guarded = _GUARDED.get((rt.group, rt.kind))
     if guarded is not None and policy is not None:
-        return guarded(rt, policy)
-    return _BY_KIND.get((rt.group, rt.kind), strategy.Strategy)(rt)
+        return guarded(rt, policy=policy, status_owners=status_owners)
+    found = _BY_KIND.get((rt.group, rt.kind))
+    if found is None:
+        found = (
+            kcp.KcpKindStrategy
+            if kcp_kinds.kind_of(rt.group, rt.kind) is not None
+            else strategy.Strategy
+        )
+    return found(rt, status_owners=status_owners)
 
 
 # Create-only kinds answered without storage (registry/reviews.py).

@@ -13,14 +13,21 @@ from typing import Any
 from minikcp.apis import catalog
 from minikcp.machinery import errors, rbac
 from minikcp.registry import rbac_policy, strategy
+from minikcp.registry import status_owners as owners
 from minikcp.registry.objects import RequestContext
 
 _FULL_AUTHORITY = (rbac.Rule(("*",), ("*",), ("*",)), rbac.Rule(("*",), non_resource_urls=("*",)))
 
 
 class _Guarded(strategy.Strategy):
-    def __init__(self, rt: catalog.ResourceType, policy: rbac_policy.PolicyStore) -> None:
-        super().__init__(rt)
+    def __init__(
+        self,
+        rt: catalog.ResourceType,
+        *,
+        policy: rbac_policy.PolicyStore,
+        status_owners: owners.DeploymentStatusOwners | None = None,
+    ) -> None:
+        super().__init__(rt, status_owners=status_owners)
         self.policy = policy
 
     async def _held_cover(
