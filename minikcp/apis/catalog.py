@@ -31,10 +31,14 @@ STATUS_VERBS = ("get", "patch", "update")
 
 @functools.cache
 def upstream_definitions() -> Mapping[str, Schema]:
-    """The `$defs` of the pinned upstream JSON schemas (kubernetes-validate), loaded once."""
+    """The `$defs` of the pinned upstream JSON schemas (kubernetes-validate), loaded once, plus
+    those of minikcp's kcp-style kinds (`kcp_kinds`), which are served like built-ins."""
+    from minikcp.apis import kcp_kinds  # it builds on this module's types
+
     root = importlib.resources.files("kubernetes_validate")
     data = orjson.loads(root.joinpath(_DEFINITIONS_FILE).read_bytes())
-    defs: Mapping[str, Schema] = data["$defs"]
+    defs: dict[str, Schema] = data["$defs"]
+    defs.update(kcp_kinds.definitions())
     return defs
 
 
@@ -466,4 +470,6 @@ class Catalog:
 
 @functools.cache
 def _builtin_catalog() -> Catalog:
-    return Catalog(BUILTIN_TYPES)
+    from minikcp.apis import kcp_kinds  # it builds on this module's types
+
+    return Catalog(BUILTIN_TYPES + kcp_kinds.resource_types())

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from minikcp.apis import kcp_kinds
 from minikcp.apis.catalog import ResourceType
 
 Obj = dict[str, Any]
@@ -351,3 +352,7 @@ def apply_defaults(rt: ResourceType, obj: Obj) -> None:
     defaulter = _DEFAULTERS.get((rt.group, rt.kind))
     if defaulter is not None:
         defaulter(obj)
+        return
+    kcp_kind = kcp_kinds.kind_of(rt.group, rt.kind)
+    if kcp_kind is not None:
+        kcp_kinds.apply_schema_defaults(kcp_kind.schema, obj)

@@ -11,8 +11,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any, Final
 
+from minikcp.apis import kcp_kinds, printers_apps, printers_core, printers_pod
 from minikcp.apis import printer_base as base
-from minikcp.apis import printers_apps, printers_core, printers_pod
 from minikcp.apis.printer_base import Printer
 from minikcp.apis.printer_docs import FIELD_DOCS
 from minikcp.apis.printers_crd import crd_printer
@@ -195,4 +195,10 @@ _PRINTERS: Final[dict[tuple[str, str], Printer]] = {
 
 def printer_for(group: str, kind: str) -> Printer:
     """The printer of a built-in kind; `DEFAULT` (Name, Created At) for kinds without one."""
-    return _PRINTERS.get((group, kind), DEFAULT)
+    found = _PRINTERS.get((group, kind))
+    if found is not None:
+        return found
+    kcp_kind = kcp_kinds.kind_of(group, kind)
+    if kcp_kind is not None:
+        return crd_printer(kcp_kind.printer_columns)
+    return DEFAULT
