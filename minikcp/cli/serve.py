@@ -21,6 +21,8 @@ from minikcp.cli import kubeconfigs
 from minikcp.machinery import users
 from minikcp.registry import registry
 from minikcp.server import app as server_app
+from minikcp.syncer import syncer as workload_syncer
+from minikcp.syncer import target as sync_target
 from storage import errors as storage_errors
 from storage import hub as storage_hub
 from storage import interface as storage_interface
@@ -40,6 +42,8 @@ class ServeOptions:
     retain_seconds: float = 300.0
     watch_cache_size: int = 10_000
     server_timing: bool = False
+    sync: sync_target.Settings = dataclasses.field(default_factory=sync_target.Settings)
+    sync_resources: tuple[str, ...] = ()
 
 
 MAX_HEADER_BYTES = 1 << 20
@@ -127,6 +131,10 @@ async def serve(options: ServeOptions) -> None:
             hub_task = tasks.create_task(hub.run(), name="watch-hub")
             reg = await registry.Registry.open(store, hub)
             registry_task = tasks.create_task(reg.run(), name="registry")
+            syncer = workload_syncer.Syncer(
+                reg, options.sync, extra_resources=options.sync_resources
+            )
+            syncer_task = tasks.create_task(syncer.run(), name="syncer")
             authenticator = authn.Authenticator(
                 tokens={
                     creds.admin_token: users.UserInfo(
@@ -154,6 +162,7 @@ async def serve(options: ServeOptions) -> None:
                 await site.start()
             except OSError as exc:
                 await runner.cleanup()
+                syncer_task.cancel()
                 registry_task.cancel()
                 hub_task.cancel()
                 raise StartupError(
@@ -175,6 +184,7 @@ async def serve(options: ServeOptions) -> None:
             ready.clear()
             # Stop accepting, end open watches and requests, then stop the hub.
             await runner.cleanup()
+            syncer_task.cancel()
             registry_task.cancel()
             hub_task.cancel()
     except* StartupError as group:

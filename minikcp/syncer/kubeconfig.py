@@ -110,11 +110,14 @@ class Connection:
         return self.headers
 
     async def _run_exec(self) -> None:
+        # Imported when needed: the package is large and most kubeconfigs have no exec plugin.
         from kubernetes.config.exec_provider import ExecProvider
+        from kubernetes.config.kube_config import ConfigNode
 
         assert self.exec_config is not None
-        provider = ExecProvider(self.exec_config, os.getcwd())  # type: ignore[no-untyped-call]
         try:
+            node = ConfigNode("exec", self.exec_config)  # type: ignore[no-untyped-call]
+            provider = ExecProvider(node, os.getcwd())  # type: ignore[no-untyped-call]
             result = await asyncio.to_thread(provider.run)
         except Exception as exc:  # the provider raises ConfigException and OSErrors
             raise KubeconfigError(f"exec credential plugin failed: {exc}") from None
@@ -171,7 +174,13 @@ def connection(config: Mapping[str, Any]) -> Connection:
         raise KubeconfigError(f"server {server!r} is not an http(s) URL")
     tls: ssl.SSLContext | bool = False
     if server.startswith("https://"):
-        ctx_ssl = ssl.create_default_context()
+        # As client-go: a CA in the kubeconfig is the only one trusted; otherwise the system's.
+        has_ca = bool(
+            cluster.get("certificate-authority-data") or cluster.get("certificate-authority")
+        )
+        ctx_ssl = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        if not has_ca:
+            ctx_ssl.load_default_certs()
         if cluster.get("insecure-skip-tls-verify"):
             ctx_ssl.check_hostname = False
             ctx_ssl.verify_mode = ssl.CERT_NONE
