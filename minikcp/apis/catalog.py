@@ -56,6 +56,20 @@ class Subresource:
 
 
 @dataclass(frozen=True, slots=True)
+class CustomResource:
+    """What a CRD version adds to a served type; JSON kept as bytes so the type stays hashable.
+
+    Two logical clusters with the same CRD get equal types (one store, one compiled schema);
+    different schemas give different types.
+    """
+
+    schema: bytes  # the version's openAPIV3Schema
+    printer_columns: bytes = b"[]"  # additionalPrinterColumns
+    # subresources.scale: spec replicas, status replicas and label selector JSON paths.
+    scale_paths: tuple[str, str, str] | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class ResourceType:
     group: str  # "" for the core group
     version: str
@@ -74,6 +88,8 @@ class ResourceType:
     builtin: bool = True
     # The group/version/kind the objects are stored as; defaults to this type's own.
     storage_gvk: tuple[str, str, str] | None = None
+    # Set for kinds served from a CustomResourceDefinition.
+    custom: CustomResource | None = None
 
     @property
     def group_version(self) -> str:

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from minikcp.apis import kcp_kinds
+from minikcp.apis import custom_resources, kcp_kinds
 from minikcp.apis.catalog import ResourceType
 
 Obj = dict[str, Any]
@@ -349,6 +349,9 @@ _DEFAULTERS: dict[tuple[str, str], Callable[[Obj], None]] = {
 
 def apply_defaults(rt: ResourceType, obj: Obj) -> None:
     """Fill in upstream's defaults for rt's kind, in place; fields already set are kept."""
+    if rt.custom is not None:
+        custom_resources.apply_defaults(rt, obj)
+        return
     defaulter = _DEFAULTERS.get((rt.group, rt.kind))
     if defaulter is not None:
         defaulter(obj)

@@ -1,8 +1,8 @@
 """minikcp's kcp-style kinds: Workspace, LogicalCluster and friends, served like built-ins.
 
-kcp defines these kinds as CRDs. Each is declared here from kcp's own CRD manifest (vendored
-unchanged in `kcp_crds/`), which gives the discovery data, the OpenAPI schema with kcp's field names
-and descriptions, the printer columns and the schema defaults. The schemas join the shared built-in
+kcp defines these kinds as CRDs. Each is declared here from a CRD manifest of minikcp's own in
+`kcp_crds/` (kcp's group, names and fields), which gives the discovery data, the OpenAPI schema,
+the printer columns and the schema defaults. The schemas join the shared built-in
 definitions (in the upstream `$defs` form), so validation, server-side apply, OpenAPI documents and
 `kubectl explain` treat them as every other served kind. As in kcp they behave as custom resources:
 type errors are 422, patches are JSON, merge or apply patches, and there is no protobuf.
@@ -52,7 +52,7 @@ def definition_package(group: str, version: str) -> str:
 
 
 def _kind(manifest: str, *, drop_columns: Sequence[str] = ()) -> KcpKind:
-    """A kind from kcp's CRD manifest (one served version) in `kcp_crds/`."""
+    """A kind from its CRD manifest (one served version) in `kcp_crds/`."""
     text = importlib.resources.files(__package__).joinpath("kcp_crds", manifest).read_text()
     crd: Mapping[str, Any] = yaml.safe_load(text)
     spec = crd["spec"]

@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from minikcp.apis import (
+    custom_resources,
     shapes,
     validation_access,
     validation_apps,
@@ -37,6 +38,8 @@ _B64_ALPHABET = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0
 
 
 def _shape(rt: ResourceType, catalog: Catalog | None) -> Shape:
+    if rt.custom is not None:
+        return custom_resources.compiled(rt).shape  # the CRD's own, whatever the catalog
     return shapes.compiled(catalog or Catalog.builtin(), rt.definition)
 
 
@@ -289,6 +292,8 @@ def validate(
         if error is not None:
             raise error
         return []
+    if rt.custom is not None:
+        return custom_resources.validate(rt, obj)
     causes: list[Cause] = []
     shape = _shape(rt, catalog)
     for key, sub in obj.items():
@@ -387,7 +392,7 @@ def checked_unknown_fields(
 ) -> list[str]:
     """`validate` then `unknown_fields`, in one walk for built-in kinds."""
     if not rt.builtin:
-        validate(rt, obj, catalog=catalog)
+        # Schema errors of structural kinds are 422s, reported after defaulting (validate_kind).
         return unknown_fields(rt, obj, catalog=catalog)
     out: list[str] = []
     try:
@@ -450,7 +455,7 @@ _KIND_VALIDATORS: dict[tuple[str, str], KindValidator] = {
 
 def has_kind_validator(rt: ResourceType) -> bool:
     """Whether rt's kind has upstream's hand-written validation (which checks ObjectMeta too)."""
-    return (rt.group, rt.kind) in _KIND_VALIDATORS
+    return rt.custom is None and (rt.group, rt.kind) in _KIND_VALIDATORS
 
 
 def validate_kind(
@@ -461,5 +466,7 @@ def validate_kind(
     Call it after `apply_defaults`, as kube-apiserver validates defaulted objects. `old` is the
     stored object on update (immutable fields, metadata update rules).
     """
+    if rt.custom is not None:
+        return custom_resources.validate(rt, obj)
     fn = _KIND_VALIDATORS.get((rt.group, rt.kind))
     return fn(obj, old) if fn is not None else []

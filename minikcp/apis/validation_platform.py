@@ -1,5 +1,5 @@
 """Hand-written validation of the remaining served kinds: Lease, Ingress, events.k8s.io Event and
-CustomResourceDefinition (after their pkg/apis/*/validation in 1.32; the common checks only).
+CustomResourceDefinition (after their pkg/apis/*/validation in 1.32; CRDs in validation_crd).
 """
 
 from __future__ import annotations
@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from minikcp.apis import validation_meta as vm
+from minikcp.apis.validation_crd import validate_crd
 from minikcp.apis.validation_meta import child, index
 from minikcp.machinery.errors import Cause
 
@@ -131,69 +132,6 @@ def validate_events_event(obj: Obj, old: Obj | None) -> list[Cause]:
     event_type = obj.get("type") or ""
     if event_type not in ("Normal", "Warning"):
         causes.append(vm.invalid("type", "", f"has invalid value: {event_type}"))
-    return causes
-
-
-_SCOPES = ("Cluster", "Namespaced")
-
-
-def validate_crd(obj: Obj, old: Obj | None) -> list[Cause]:
-    causes = vm.object_meta(obj, namespaced=False, name_check=vm.dns1123_subdomain, old=old)
-    spec = _map(obj.get("spec"))
-    names = _map(spec.get("names"))
-    group, plural = spec.get("group") or "", names.get("plural") or ""
-    name = _map(obj.get("metadata")).get("name") or ""
-    if name and name != f"{plural}.{group}":
-        causes.append(vm.invalid("metadata.name", name, 'must be spec.names.plural+"."+spec.group'))
-    if not group:
-        causes.append(vm.required("spec.group"))
-    elif "." not in group:
-        causes.append(vm.invalid("spec.group", group, "should be a domain with at least one dot"))
-    else:
-        causes.extend(vm.invalid("spec.group", group, m) for m in vm.dns1123_subdomain(group))
-    scope = spec.get("scope") or ""
-    if not scope:
-        causes.append(vm.required("spec.scope"))
-    elif scope not in _SCOPES:
-        causes.append(vm.not_supported("spec.scope", scope, _SCOPES))
-    for field in ("plural", "singular", "kind", "listKind"):
-        value = names.get(field) or ""
-        if not value:
-            causes.append(vm.required(child("spec.names", field)))
-        elif field in ("plural", "singular"):
-            causes.extend(
-                vm.invalid(child("spec.names", field), value, m) for m in vm.dns1123_label(value)
-            )
-    versions = _list(spec.get("versions"))
-    if not versions:
-        causes.append(
-            vm.invalid(
-                "spec.versions", versions, "must have exactly one version marked as storage version"
-            )
-        )
-    storage = sum(1 for v in versions if _map(v).get("storage") is True)
-    if versions and storage != 1:
-        causes.append(
-            vm.invalid(
-                "spec.versions", versions, "must have exactly one version marked as storage version"
-            )
-        )
-    seen: set[str] = set()
-    for i, version in enumerate(versions):
-        version = _map(version)
-        p = index("spec.versions", i)
-        version_name = version.get("name") or ""
-        if not version_name:
-            causes.append(vm.required(child(p, "name")))
-        elif version_name in seen:
-            causes.append(vm.invalid(child(p, "name"), version_name, "must be unique"))
-        seen.add(version_name)
-        if not _map(version.get("schema")).get("openAPIV3Schema"):
-            causes.append(
-                vm.required(child(p, "schema", "openAPIV3Schema"), "schemas are required")
-            )
-    if old is not None:
-        causes.extend(vm.immutable("spec.group", group, _map(old.get("spec")).get("group")))
     return causes
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from minikcp.auth import pki
 from minikcp.cli import attach, kubeconfigs, serve
+from minikcp.controllers import workload_simulator
 from minikcp.machinery import request_info
 from minikcp.server import nonresource
 from minikcp.syncer import target as sync_target
@@ -91,6 +92,31 @@ def _parser() -> argparse.ArgumentParser:
     )
     sync.add_argument("--sync-qps", default=20.0, type=float, help="requests/s per target")
     sync.add_argument("--sync-burst", default=30, type=int, help="request burst per target")
+    sim = start.add_argument_group("workload simulation (act as a physical cluster)")
+    sim.add_argument(
+        "--simulate-workloads",
+        action="store_true",
+        help="give Deployments ReplicaSets and Pods and roll them out, as the deployment "
+        "controller and kubelets would",
+    )
+    sim.add_argument(
+        "--rollout-delay",
+        default=2.0,
+        type=_seconds,
+        metavar="SECONDS",
+        help="with --simulate-workloads: seconds until a new pod is Ready (default 2)",
+    )
+    sim.add_argument(
+        "--fail-rollouts",
+        action="store_true",
+        help="with --simulate-workloads: pods never become Ready, so rollouts exceed their "
+        "progress deadline",
+    )
+    sim.add_argument(
+        "--crash-pods",
+        action="store_true",
+        help="with --simulate-workloads: containers crash-loop (CrashLoopBackOff)",
+    )
     start.add_argument("-v", "--verbose", action="store_true")
     kc = sub.add_parser("kubeconfig", help="print or write a kubeconfig for a logical cluster")
     kc.add_argument("--root-dir", default=".minikcp", type=Path)
@@ -100,6 +126,13 @@ def _parser() -> argparse.ArgumentParser:
     attach.add_parsers(sub)
     sub.add_parser("version", help="print the version")
     return parser
+
+
+def _seconds(text: str) -> float:
+    value = float(text)
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds >= 0: {text!r}")
+    return value
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -143,6 +176,13 @@ def main(argv: list[str] | None = None) -> int:
             burst=args.sync_burst,
         ),
         sync_resources=tuple(r.strip() for r in args.sync_resources.split(",") if r.strip()),
+        simulate_workloads=workload_simulator.SimulatorOptions(
+            rollout_delay=args.rollout_delay,
+            fail_rollouts=args.fail_rollouts,
+            crash_pods=args.crash_pods,
+        )
+        if args.simulate_workloads
+        else None,
     )
     try:
         asyncio.run(serve.serve(options))

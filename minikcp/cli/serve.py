@@ -18,6 +18,8 @@ from aiohttp import web
 
 from minikcp.auth import authn, pki
 from minikcp.cli import kubeconfigs
+from minikcp.controllers import crds as crd_controller
+from minikcp.controllers import workload_simulator
 from minikcp.machinery import users
 from minikcp.registry import registry
 from minikcp.server import app as server_app
@@ -44,6 +46,8 @@ class ServeOptions:
     server_timing: bool = False
     sync: sync_target.Settings = dataclasses.field(default_factory=sync_target.Settings)
     sync_resources: tuple[str, ...] = ()
+    # Act as a physical cluster: Deployments get ReplicaSets and Pods (None: no simulation).
+    simulate_workloads: workload_simulator.SimulatorOptions | None = None
 
 
 MAX_HEADER_BYTES = 1 << 20
@@ -135,6 +139,11 @@ async def serve(options: ServeOptions) -> None:
                 reg, options.sync, extra_resources=options.sync_resources
             )
             syncer_task = tasks.create_task(syncer.run(), name="syncer")
+            simulator_task: asyncio.Task[None] | None = None
+            if options.simulate_workloads is not None:
+                simulator = workload_simulator.WorkloadSimulator(reg, options.simulate_workloads)
+                simulator_task = tasks.create_task(simulator.run(), name="workload-simulator")
+            crd_task = tasks.create_task(crd_controller.CrdController(reg).run(), name="crds")
             authenticator = authn.Authenticator(
                 tokens={
                     creds.admin_token: users.UserInfo(
@@ -163,7 +172,10 @@ async def serve(options: ServeOptions) -> None:
             except OSError as exc:
                 await runner.cleanup()
                 syncer_task.cancel()
+                if simulator_task is not None:
+                    simulator_task.cancel()
                 registry_task.cancel()
+                crd_task.cancel()
                 hub_task.cancel()
                 raise StartupError(
                     f"cannot listen on {host}:{options.secure_port}: {exc}"
@@ -185,6 +197,9 @@ async def serve(options: ServeOptions) -> None:
             # Stop accepting, end open watches and requests, then stop the hub.
             await runner.cleanup()
             syncer_task.cancel()
+            if simulator_task is not None:
+                simulator_task.cancel()
+            crd_task.cancel()
             registry_task.cancel()
             hub_task.cancel()
     except* StartupError as group:

@@ -1,6 +1,8 @@
 """Storage keys, kcp's layout: /registry/<group|core>/<resource>/<cluster>/[<namespace>/]<name>.
 
-One prefix selects a resource across all logical clusters, in one cluster, or in one namespace.
+Custom resources (kinds served from a CRD) live under
+/registry/<group>/<resource>/customresources/<cluster>/[<namespace>/]<name>, as in kcp. One prefix
+selects a resource across all logical clusters, in one cluster, or in one namespace.
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ from minikcp.apis import catalog
 
 
 def resource_prefix(rt: catalog.ResourceType) -> str:
+    if rt.custom is not None:
+        return f"/registry/{rt.group}/{rt.plural}/customresources/"
     return f"/registry/{rt.group or 'core'}/{rt.plural}/"
 
 

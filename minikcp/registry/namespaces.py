@@ -35,7 +35,7 @@ class NamespaceStore(generic_store.ResourceStore):
         self,
         *args: Any,
         bootstrap_time: str,
-        namespaced_types: Callable[[], Iterable[catalog.ResourceType]],
+        namespaced_types: Callable[[str], Iterable[catalog.ResourceType]],
         **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
@@ -196,9 +196,14 @@ class NamespaceStore(generic_store.ResourceStore):
                 return obj
 
             current = await self._mark(ctx, name, terminating)
-        for rt in self._namespaced_types():
+        # Versions of one custom resource share a prefix: delete each prefix once.
+        prefixes = {
+            keys.namespace_prefix(rt, ctx.cluster, name)
+            for rt in self._namespaced_types(ctx.cluster)
+        }
+        for prefix in sorted(prefixes):
             try:
-                await self.storage.delete_prefix(keys.namespace_prefix(rt, ctx.cluster, name))
+                await self.storage.delete_prefix(prefix)
             except storage_errors.StorageError as exc:
                 raise errors.service_unavailable(f"deleting namespace content: {exc}") from None
         if current.metadata.get("finalizers"):

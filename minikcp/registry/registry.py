@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Iterable
 
 import orjson
 
 from minikcp.apis import catalog
 from minikcp.machinery import list_options
-from minikcp.registry import namespaces, reviews, store, strategies, watching
+from minikcp.registry import (
+    custom_catalogs,
+    keys,
+    namespaces,
+    reviews,
+    status_owners,
+    store,
+    strategies,
+    watching,
+)
 from minikcp.registry.objects import RequestContext
 from storage import errors as storage_errors
 from storage import hub as storage_hub
@@ -34,6 +44,8 @@ class Registry:
         self.catalog = types or catalog.Catalog.builtin()
         self.watch_settings = watch_settings
         self._events = watching.EventObjects()
+        # Who reports Deployment status: the registry at once, or a controller (per namespace).
+        self.deployment_status = status_owners.DeploymentStatusOwners()
         self._stores: dict[catalog.ResourceType, store.ResourceStore] = {}
         self._reviewers: dict[catalog.ResourceType, reviews.ReviewStore | None] = {}
         ns_type = self.catalog.by_resource("", "v1", "namespaces")
@@ -46,6 +58,18 @@ class Registry:
             namespaced_types=self._namespaced_types,
         )
         self._stores[ns_type] = self.namespaces
+        crd_type = self.catalog.by_resource(
+            "apiextensions.k8s.io", "v1", "customresourcedefinitions"
+        )
+        assert crd_type is not None
+        self.crds = custom_catalogs.CustomCatalogs(crd_type, self.catalog)
+        self._stores[crd_type] = custom_catalogs.CrdStore(
+            crd_type,
+            strategies.strategy_for(crd_type),
+            storage,
+            namespace_check=self.namespaces.check_writable,
+            index=self.crds,
+        )
 
     @classmethod
     async def open(
@@ -64,25 +88,35 @@ class Registry:
                 item = await storage.get(_BOOTSTRAP_KEY)
         if item is not None:
             created = orjson.loads(item.value)["created"]
-        return cls(storage, hub, bootstrap_time=created, **kwargs)  # type: ignore[arg-type]
+        reg = cls(storage, hub, bootstrap_time=created, **kwargs)  # type: ignore[arg-type]
+        await reg.crds.load(storage)  # one range read of the CRDs, however many clusters
+        return reg
 
     async def run(self) -> None:
         """The registry's own background work (cache invalidation); runs until cancelled."""
-        await self.namespaces.run(self.hub)
+        async with asyncio.TaskGroup() as tasks:
+            tasks.create_task(self.namespaces.run(self.hub), name="namespace-cache")
+            tasks.create_task(self.crds.run(self.storage, self.hub), name="crd-catalogs")
 
     def catalog_for(self, cluster: str) -> catalog.Catalog:
-        """The kinds served in a logical cluster (built-ins; CRD-derived kinds come later)."""
-        return self.catalog
+        """The kinds served in a logical cluster: the built-ins plus its established CRDs'
+        (`*`: every custom resource served in some cluster, for lists and watches)."""
+        return self.crds.catalog_for(cluster)
 
-    def _namespaced_types(self) -> Iterable[catalog.ResourceType]:
-        return [rt for rt in self.catalog.all_types() if rt.namespaced]
+    async def delete_custom_resources(self, rt: catalog.ResourceType, cluster: str) -> int:
+        """Every object of a custom resource in one logical cluster, in one prefix deletion."""
+        deleted = await self.storage.delete_prefix(keys.list_prefix(rt, cluster))
+        return len(deleted)
+
+    def _namespaced_types(self, cluster: str) -> Iterable[catalog.ResourceType]:
+        return [rt for rt in self.catalog_for(cluster).all_types() if rt.namespaced]
 
     def store(self, rt: catalog.ResourceType) -> store.ResourceStore:
         found = self._stores.get(rt)
         if found is None:
             found = store.ResourceStore(
                 rt,
-                strategies.strategy_for(rt),
+                strategies.strategy_for(rt, status_owners=self.deployment_status),
                 self.storage,
                 namespace_check=self.namespaces.check_writable,
             )

@@ -89,7 +89,13 @@ class ResourceStore:
             raise interpreted.interpret(exc, self.rt, name) from None
         if item is None:
             return None
-        return StoredObject(item.value, cluster=ctx.cluster, revision=item.mod_rev)
+        return self.stored(item.value, cluster=ctx.cluster, revision=item.mod_rev)
+
+    def stored(self, value: bytes, *, cluster: str, revision: int) -> StoredObject:
+        """An object read from storage, as this type serves it (see Strategy.on_read)."""
+        if self.strategy.transforms_reads:
+            value = self.strategy.on_read(value)
+        return StoredObject(value, cluster=cluster, revision=revision)
 
     async def list(
         self, ctx: RequestContext, namespace: str, opts: list_options.ListOptions
@@ -135,7 +141,7 @@ class ResourceStore:
             for item in page.items:
                 if prefilter is not None and not prefilter.may_match(item.value):
                     continue
-                obj = StoredObject(
+                obj = self.stored(
                     item.value,
                     cluster=cluster or keys.cluster_of(self.rt, item.key),
                     revision=item.mod_rev,
@@ -285,7 +291,7 @@ class ResourceStore:
             self.strategy.apply_defaults(obj)
             self.strategy.prepare_for_create(obj)
             self._validate(ctx, obj, None, opts)
-            self.strategy.after_write(obj, None)
+            self.strategy.after_write(obj, None, ctx.cluster)
             self._managed_fields(obj, None, opts, "")
         if opts.dry_run:
             return StoredObject.from_dict(obj, cluster=ctx.cluster, revision=0)
@@ -375,7 +381,7 @@ class ResourceStore:
                     self.rt.plural, name, errors.STALE_OBJECT, group=self.rt.group
                 )
             old = current.stored_view()  # as stored: no resourceVersion, no cluster annotation
-            new = self._prepare_update(desired, old, subresource)
+            new = self._prepare_update(desired, old, subresource, ctx.cluster)
             self._validate(ctx, new, old, opts)
             if managed:
                 self._managed_fields(new, old, opts, subresource)
@@ -410,7 +416,7 @@ class ResourceStore:
         raise errors.conflict(self.rt.plural, name, errors.STALE_OBJECT, group=self.rt.group)
 
     def _prepare_update(
-        self, desired: dict[str, Any], old: Mapping[str, Any], subresource: str
+        self, desired: dict[str, Any], old: Mapping[str, Any], subresource: str, cluster: str
     ) -> dict[str, Any]:
         meta = desired["metadata"]
         old_meta = old.get("metadata", {})
@@ -436,7 +442,7 @@ class ResourceStore:
         else:
             self.strategy.apply_defaults(desired)
             self.strategy.prepare_for_update(desired, old)
-            self.strategy.after_write(desired, old)
+            self.strategy.after_write(desired, old, cluster)
         if old_meta.get("deletionTimestamp"):
             # A terminating object may lose finalizers but never gain new ones.
             added = set(meta.get("finalizers") or ()) - set(old_meta.get("finalizers") or ())

@@ -11,6 +11,7 @@ from typing import Any
 
 from minikcp.apis import catalog, defaults, printers, validation
 from minikcp.machinery import errors, names
+from minikcp.registry import status_owners as owners
 
 
 class Strategy:
@@ -22,9 +23,18 @@ class Strategy:
     name_validator = staticmethod(names.dns1123_subdomain_errors)
     # Field selectors a kind supports beyond metadata.name and metadata.namespace.
     extra_selectable_fields: frozenset[str] = frozenset()
+    # Whether stored bytes go through `on_read` before anyone sees them.
+    transforms_reads = False
 
-    def __init__(self, rt: catalog.ResourceType) -> None:
+    def __init__(
+        self,
+        rt: catalog.ResourceType,
+        *,
+        status_owners: owners.DeploymentStatusOwners | None = None,
+    ) -> None:
         self.rt = rt
+        # Where the registry derives status itself and where a controller owns it.
+        self.status_owners = status_owners or owners.DeploymentStatusOwners()
         self.has_status = any(s.name == "status" for s in rt.subresources)
         self.printer = printers.printer_for(rt.group, rt.kind)
 
@@ -65,7 +75,7 @@ class Strategy:
         if status is not None:
             obj["status"] = status
 
-    def after_write(self, obj: dict[str, Any], old: Mapping[str, Any] | None) -> None:
+    def after_write(self, obj: dict[str, Any], old: Mapping[str, Any] | None, cluster: str) -> None:
         """Last adjustments once the object is final (e.g. status derived from spec)."""
 
     def validate(self, obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> list[errors.Cause]:
@@ -77,6 +87,10 @@ class Strategy:
         return any(obj.get(k) != old.get(k) for k in keys)
 
     # -- reads ----------------------------------------------------------------------------------
+
+    def on_read(self, value: bytes) -> bytes:
+        """Stored bytes as this type serves them (only called when `transforms_reads`)."""
+        return value
 
     def selectable_fields(self, obj: Mapping[str, Any]) -> dict[str, str]:
         meta = obj.get("metadata", {})

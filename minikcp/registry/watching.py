@@ -73,7 +73,8 @@ class EventObjects:
     def __init__(self, size: int = 4096) -> None:
         self._size = size
         # By revision and key: one revision may carry several events (a transaction).
-        self._cache: collections.OrderedDict[tuple[int, str], _Shared] = collections.OrderedDict()
+        self._cache: collections.OrderedDict[tuple[int, str, str], _Shared]
+        self._cache = collections.OrderedDict()
         self._filters: weakref.WeakValueDictionary[tuple[object, ...], _Filter]
         self._filters = weakref.WeakValueDictionary()
 
@@ -84,33 +85,36 @@ class EventObjects:
         flt = _Filter(rstore, opts)
         return self._filters.setdefault(flt.key, flt)
 
-    def _add(self, event: storage_types.Event, cluster: str) -> _Shared:
+    def _add(
+        self, event: storage_types.Event, rstore: generic_store.ResourceStore, cluster: str
+    ) -> _Shared:
         new = (
-            StoredObject(event.value, cluster=cluster, revision=event.revision)
+            rstore.stored(event.value, cluster=cluster, revision=event.revision)
             if event.value is not None
             else None
         )
         # The previous state is reported at the event's revision (as upstream, for DELETED).
         old = (
-            StoredObject(event.prev_value, cluster=cluster, revision=event.revision)
+            rstore.stored(event.prev_value, cluster=cluster, revision=event.revision)
             if event.prev_value is not None
             else None
         )
         shared = _Shared(new, old)
-        self._cache[(event.revision, event.key)] = shared
+        self._cache[(event.revision, event.key, rstore.rt.version)] = shared
         if len(self._cache) > self._size:
             self._cache.popitem(last=False)
         return shared
 
     def convert(self, event: storage_types.Event, flt: _Filter) -> WatchEvent | None:
         """The event as a watch with this filter receives it (None: not for it); shared."""
-        shared = self._cache.get((event.revision, event.key))
+        # By version too: the versions of a custom resource share keys, each reads its own.
+        shared = self._cache.get((event.revision, event.key, flt.rstore.rt.version))
         if shared is not None:
             found = shared.converted.get(flt, _MISSING)
             if found is not _MISSING:
                 return found  # type: ignore[return-value]
         else:
-            shared = self._add(event, keys.cluster_of(flt.rstore.rt, event.key))
+            shared = self._add(event, flt.rstore, keys.cluster_of(flt.rstore.rt, event.key))
         result = _convert(flt.rstore, shared.new, shared.old, event, flt.opts, flt.filtered)
         shared.converted[flt] = result
         return result

@@ -13,7 +13,7 @@ import base64
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any
 
@@ -145,24 +145,29 @@ class Syncer:
                 rv = ""
                 await asyncio.sleep(1.0)
 
-    def _object_handler(self, s: resources.Synced) -> Callable[[str, StoredObject], None]:
-        def handle(kind: str, obj: StoredObject) -> None:
+    def _object_handler(
+        self, s: resources.Synced
+    ) -> Callable[[str, StoredObject], Coroutine[Any, Any, None]]:
+        async def handle(kind: str, obj: StoredObject) -> None:
             meta = obj.metadata
             namespace = meta.get("namespace", "")
             key: ItemKey = (s.name, obj.cluster, namespace, meta.get("name", ""))
             workers = self.workers_for(obj.cluster)
-            if workers and s.name == reconcile.DEPLOYMENTS:
-                self._hand_over(obj.cluster, namespace, workers)
+            if workers and s.name == reconcile.DEPLOYMENTS and kind != watching.DELETED:
+                await self._hand_over(obj.cluster, namespace)
             for w in workers:
                 w.enqueue(key)
 
         return handle
 
-    def _hand_over(self, cluster: str, namespace: str, workers: list[TargetWorker]) -> None:
-        """Deployment status in a namespace with sync targets comes from downstream."""
-        owners = getattr(self.registry, "deployment_status", None)
-        if owners is not None:
+    async def _hand_over(self, cluster: str, namespace: str) -> None:
+        """Deployment status in a namespace placed on sync targets comes from downstream; in
+        one placed nowhere the registry reports rollouts itself again."""
+        owners = self.registry.deployment_status
+        if await reconcile.placed_targets(self, cluster, namespace):
             owners.hand_over(cluster, namespace)
+        else:
+            owners.take_back(cluster, namespace)
 
     async def _on_namespace(self, kind: str, obj: StoredObject) -> None:
         meta = obj.metadata
@@ -181,9 +186,8 @@ class Syncer:
         else:
             self._namespace_marks[key] = mark
         if before is None and kind == watching.ADDED:
-            workers = self.workers_for(obj.cluster)
-            if workers:
-                self._hand_over(obj.cluster, key[1], workers)
+            if self.workers_for(obj.cluster):
+                await self._hand_over(obj.cluster, key[1])
             return  # a new namespace holds nothing yet
         if before == mark:
             return
@@ -194,6 +198,7 @@ class Syncer:
         workers = self.workers_for(cluster)
         if not workers:
             return
+        await self._hand_over(cluster, namespace)
         for name in workers[0].synced:
             s = workers[0].synced[name]
             listing = await self.registry.store(s.rt).list(

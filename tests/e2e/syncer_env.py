@@ -29,6 +29,10 @@ UPSTREAM_ARGS = (
 )
 
 
+# Physical clusters: Deployments get ReplicaSets and Pods, Ready a second after they start.
+DOWNSTREAM_ARGS = ("--simulate-workloads", "--rollout-delay", "1")
+
+
 def eventually(check: Callable[[], T | None], timeout: float = 20.0, what: str = "") -> T:
     """Poll until `check` returns something truthy; fail with `what` after `timeout` seconds."""
     deadline = time.monotonic() + timeout

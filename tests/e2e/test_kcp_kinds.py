@@ -23,9 +23,9 @@ def test_discovery_lists_kcp_kinds(kubectl: Kubectl) -> None:
 
 def test_explain_has_kcp_descriptions(kubectl: Kubectl) -> None:
     out = kubectl("explain", "workspaces.spec.URL").stdout
-    assert "URL is the address under which the Kubernetes-cluster-like endpoint" in out
+    assert "URL is where clients reach the workspace's logical cluster" in out
     out = kubectl("explain", "logicalcluster.status.phase").stdout
-    assert "Phase of the logical cluster (Initializing, Ready)." in out
+    assert "phase is where the logical cluster is in its life." in out
     assert "ENUM" in out and "Scheduling" in out
 
 

@@ -36,7 +36,7 @@ def downs(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[tuple[ServerProcess, ServerProcess]]:
     work = tmp_path_factory.mktemp("downstream")
-    east, west = server_process.start_server(work), server_process.start_server(work)
+    east, west = (server_process.start_server(work, extra_args=env.DOWNSTREAM_ARGS) for _ in "ab")
     yield east, west
     for proc in (east, west):
         assert proc.stop() == 0, proc.log()
@@ -53,6 +53,28 @@ def two(
     env.attach(up, cluster, "east", east, "--labels", "region=eu")
     env.attach(up, cluster, "west", west, "--labels", "region=us")
     return env.downstream_ns(up, cluster, "east"), env.downstream_ns(up, cluster, "west")
+
+
+def _slow_web(replicas: int, image: str) -> str:
+    """A Deployment whose simulated pods become Ready 3 s after they start."""
+    return json.dumps(
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "web"},
+            "spec": {
+                "replicas": replicas,
+                "selector": {"matchLabels": {"app": "web"}},
+                "template": {
+                    "metadata": {
+                        "labels": {"app": "web"},
+                        "annotations": {"sim.minikcp.io/ready-after": "3"},
+                    },
+                    "spec": {"containers": [{"name": "web", "image": image}]},
+                },
+            },
+        }
+    )
 
 
 def _replicas(down: ServerProcess, ns: str, name: str = "web") -> int | None:
@@ -82,13 +104,19 @@ def test_deployment_splits_and_rolls_out(
 ) -> None:
     east, west = downs
     east_ns, west_ns = two
-    up.kubectl("create", "deployment", "web", "--image=nginx", "--replicas=5", cluster=cluster)
+    up.kubectl("apply", "-f", "-", input=_slow_web(5, "nginx:1"), cluster=cluster)
     env.eventually(lambda: _replicas(east, east_ns) == 3, what="3 replicas on east")
     env.eventually(lambda: _replicas(west, west_ns) == 2, what="2 replicas on west")
-    up.kubectl("rollout", "status", "deployment/web", "--timeout=30s", cluster=cluster)
+    waiting = env.get(up, cluster, "deployment", "web")
+    assert env.condition(waiting, "Available").get("status") != "True"
+    out = up.kubectl("rollout", "status", "deployment/web", "--timeout=30s", cluster=cluster)
+    assert "Waiting for deployment" in out.stdout and "successfully rolled out" in out.stdout
     up.kubectl(
         "wait", "--for=condition=Available", "deployment/web", "--timeout=30s", cluster=cluster
     )
+    for down, ns in ((east, east_ns), (west, west_ns)):
+        status = (env.down_get(down, ns, "deployment", "web") or {}).get("status", {})
+        assert status.get("availableReplicas") == _replicas(down, ns), status
     dep = env.get(up, cluster, "deployment", "web")
     assert dep["status"]["availableReplicas"] == 5 and dep["status"]["updatedReplicas"] == 5
     assert dep["status"]["observedGeneration"] == dep["metadata"]["generation"]
@@ -108,6 +136,16 @@ def test_deployment_splits_and_rolls_out(
     env.eventually(lambda: _replicas(east, east_ns) == 4, what="4 on east")
     env.eventually(lambda: _replicas(west, west_ns) == 3, what="3 on west")
     up.kubectl("rollout", "status", "deployment/web", "--timeout=30s", cluster=cluster)
+    # A new template: the rollout is done only when both targets have rolled it out.
+    up.kubectl("apply", "-f", "-", input=_slow_web(7, "nginx:2"), cluster=cluster)
+    out = up.kubectl("rollout", "status", "deployment/web", "--timeout=40s", cluster=cluster)
+    assert "Waiting for deployment" in out.stdout
+    for down, ns in ((east, east_ns), (west, west_ns)):
+        done = env.down_get(down, ns, "deployment", "web") or {}
+        image = done["spec"]["template"]["spec"]["containers"][0]["image"]
+        assert image == "nginx:2"
+        assert done["status"]["updatedReplicas"] == done["spec"]["replicas"]
+        assert done["status"]["availableReplicas"] == done["spec"]["replicas"]
 
 
 def test_other_kinds_and_service_allocations(

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from minikcp.apis import catalog, kcp_kinds
 from minikcp.registry import reviews, strategy
-from minikcp.registry.strategies import apps, auth, batch, core, kcp
+from minikcp.registry import status_owners as owners
+from minikcp.registry.strategies import apps, auth, batch, core, custom, kcp
 
 _BY_KIND: dict[tuple[str, str], type[strategy.Strategy]] = {
     ("", "Namespace"): core.NamespaceStrategy,
@@ -17,11 +18,15 @@ _BY_KIND: dict[tuple[str, str], type[strategy.Strategy]] = {
     ("apps", "ReplicaSet"): apps.ReplicaSetStrategy,
     ("batch", "Job"): batch.JobStrategy,
     ("networking.k8s.io", "Ingress"): batch.GenerationStrategy,
-    ("apiextensions.k8s.io", "CustomResourceDefinition"): batch.GenerationStrategy,
+    ("apiextensions.k8s.io", "CustomResourceDefinition"): custom.CrdStrategy,
 }
 
 
-def strategy_for(rt: catalog.ResourceType) -> strategy.Strategy:
+def strategy_for(
+    rt: catalog.ResourceType, *, status_owners: owners.DeploymentStatusOwners | None = None
+) -> strategy.Strategy:
+    if rt.custom is not None:
+        return custom.CustomResourceStrategy(rt)
     found = _BY_KIND.get((rt.group, rt.kind))
     if found is None:
         found = (
@@ -29,7 +34,7 @@ def strategy_for(rt: catalog.ResourceType) -> strategy.Strategy:
             if kcp_kinds.kind_of(rt.group, rt.kind) is not None
             else strategy.Strategy
         )
-    return found(rt)
+    return found(rt, status_owners=status_owners)
 
 
 # Create-only kinds answered without storage (registry/reviews.py).

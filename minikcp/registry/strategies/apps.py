@@ -48,13 +48,11 @@ class DeploymentStrategy(ScalableStrategy):
 
     This keeps `kubectl rollout status` and `kubectl wait --for=condition=Available` working the
     way they do on a real cluster; status written through /status still wins until the next
-    spec change.
+    spec change. Where a controller owns Deployment status (`status_owners`) nothing is derived.
     """
 
-    simulate_rollout = True
-
-    def after_write(self, obj: dict[str, Any], old: Mapping[str, Any] | None) -> None:
-        if not self.simulate_rollout:
+    def after_write(self, obj: dict[str, Any], old: Mapping[str, Any] | None, cluster: str) -> None:
+        if not self.status_owners.registry_reports(cluster, obj["metadata"].get("namespace", "")):
             return
         generation = obj["metadata"].get("generation", 1)
         if old is not None and old.get("status", {}).get("observedGeneration") == generation:

@@ -1,0 +1,221 @@
+"""Per-logical-cluster catalogs: the built-in kinds plus the kinds of that cluster's CRDs.
+
+An index of every stored CRD, by logical cluster, follows storage through the hub (and, for
+writes made by this process, at once: a client that saw Established may use the kind right
+away). A cluster's catalog is `Catalog.extended` with its established CRDs, built on first use
+and dropped when one of its CRDs changes; clusters without CRDs are not in the index and share
+the built-in catalog and all its documents. Nothing here grows with the number of logical
+clusters, only with the number of CRDs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+import orjson
+
+from minikcp.apis import catalog, crds
+from minikcp.registry import keys, store
+from minikcp.registry.objects import RequestContext, StoredObject, WriteOptions
+from storage import errors as storage_errors
+from storage import hub as storage_hub
+from storage import interface as storage_interface
+from storage import types as storage_types
+
+logger = logging.getLogger(__name__)
+
+Obj = Mapping[str, Any]
+WILDCARD = "*"
+
+
+class CustomCatalogs:
+    def __init__(self, crd_type: catalog.ResourceType, base: catalog.Catalog) -> None:
+        self.crd_type = crd_type
+        self._base = base
+        self._prefix = keys.resource_prefix(crd_type)
+        self._crds: dict[str, dict[str, Obj]] = {}  # cluster -> CRD name -> CRD as stored
+        self._revisions: dict[str, int] = {}  # key -> revision last applied (deletions too)
+        self._catalogs: dict[str, tuple[bytes, catalog.Catalog]] = {}
+        self._wildcard: catalog.Catalog | None = None
+        self._dirty: set[str] = set()
+        self._changed = asyncio.Event()
+        self._loaded_revision = 0
+
+    # -- reads ----------------------------------------------------------------------------
+
+    def catalog_for(self, cluster: str) -> catalog.Catalog:
+        if cluster == WILDCARD:
+            return self._wildcard_catalog()
+        found = self._crds.get(cluster)
+        if not found:
+            return self._base
+        cached = self._catalogs.get(cluster)
+        if cached is not None:
+            return cached[1]
+        served = sorted(
+            (crd for crd in found.values() if crds.is_established(crd)), key=_creation_order
+        )
+        fingerprint = orjson.dumps([crd.get("spec") for crd in served])
+        built = crds.extended_catalog(self._base, served)
+        self._catalogs[cluster] = (fingerprint, built)
+        return built
+
+    def crds_in(self, cluster: str) -> list[Obj]:
+        """The stored CRDs of a logical cluster (established or not)."""
+        return list(self._crds.get(cluster, {}).values())
+
+    def clusters(self) -> list[str]:
+        return list(self._crds)
+
+    def _wildcard_catalog(self) -> catalog.Catalog:
+        """Every custom resource served anywhere, once per group/version/resource: for lists
+        and watches across logical clusters."""
+        if self._wildcard is None:
+            served: list[Obj] = []
+            for found in self._crds.values():
+                served.extend(crd for crd in found.values() if crds.is_established(crd))
+            self._wildcard = crds.extended_catalog(self._base, sorted(served, key=_creation_order))
+        return self._wildcard
+
+    # -- following storage ----------------------------------------------------------------
+
+    async def load(self, storage: storage_interface.Storage) -> int:
+        """Reads every stored CRD; returns the revision to follow the hub from."""
+        page = await storage.range(self._prefix)
+        self._crds.clear()
+        self._catalogs.clear()
+        self._wildcard = None
+        for item in page.items:
+            self.apply(item.key, item.value, item.mod_rev)
+        self._loaded_revision = page.revision
+        return page.revision
+
+    def apply(self, key: str, value: bytes | None, revision: int) -> None:
+        """A CRD written (value) or deleted (None) at `revision`; older news is ignored."""
+        if self._revisions.get(key, 0) >= revision:
+            return
+        self._revisions[key] = revision
+        parsed = keys.parse_key(self.crd_type, key)
+        cluster = parsed.cluster
+        found = self._crds.setdefault(cluster, {})
+        if value is None:
+            found.pop(parsed.name, None)
+            if not found:
+                del self._crds[cluster]
+        else:
+            try:
+                found[parsed.name] = orjson.loads(value)
+            except orjson.JSONDecodeError:
+                logger.warning("undecodable CRD at %s", key)
+                return
+        self._invalidate(cluster)
+
+    def _invalidate(self, cluster: str) -> None:
+        cached = self._catalogs.get(cluster)
+        if cached is not None:
+            served = sorted(
+                (c for c in self._crds.get(cluster, {}).values() if crds.is_established(c)),
+                key=_creation_order,
+            )
+            # Status-only changes keep the catalog and its documents (and their ETags).
+            if orjson.dumps([c.get("spec") for c in served]) != cached[0]:
+                del self._catalogs[cluster]
+                self._wildcard = None
+        else:
+            self._wildcard = None
+        self._dirty.add(cluster)
+        self._changed.set()
+
+    def take_changed(self) -> set[str]:
+        """The logical clusters changed since the last call, without waiting."""
+        self._changed.clear()
+        dirty, self._dirty = self._dirty, set()
+        return dirty
+
+    async def changed_clusters(self) -> set[str]:
+        """Waits for CRD changes; the logical clusters changed since the last call."""
+        await self._changed.wait()
+        self._changed.clear()
+        dirty, self._dirty = self._dirty, set()
+        return dirty
+
+    async def run(self, storage: storage_interface.Storage, hub: storage_hub.WatchHub) -> None:
+        """Follows the CRDs through the hub for the server's lifetime."""
+        after = self._loaded_revision
+        while True:
+            try:
+                watcher = hub.watch(self._prefix, after=after)
+            except storage_errors.Compacted:
+                after = await self._reload(storage)
+                continue
+            try:
+                async for event in watcher:
+                    value = event.value if event.type is storage_types.EventType.PUT else None
+                    self.apply(event.key, value, event.revision)
+                    after = event.revision
+            except (storage_errors.WatcherClosed, storage_errors.Compacted):
+                pass
+            finally:
+                watcher.close()
+            await asyncio.sleep(0.1)
+            # Cut off: what we missed is only in storage now.
+            after = await self._reload(storage)
+
+    async def _reload(self, storage: storage_interface.Storage) -> int:
+        before = set(self._crds)
+        self._revisions.clear()
+        revision = await self.load(storage)
+        self._dirty.update(before | set(self._crds))
+        self._changed.set()
+        return revision
+
+
+def _creation_order(crd: Obj) -> tuple[str, str]:
+    meta = crd.get("metadata") or {}
+    return (str(meta.get("creationTimestamp") or ""), str(meta.get("name") or ""))
+
+
+class CrdStore(store.ResourceStore):
+    """The CRD store: its own writes reach the index at once, before the hub brings them."""
+
+    def __init__(self, *args: Any, index: CustomCatalogs, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._index = index
+
+    def _observe(self, ctx: RequestContext, obj: StoredObject, opts: WriteOptions) -> None:
+        meta = obj.metadata
+        if opts.dry_run or not obj.revision:
+            return
+        if meta.get("deletionTimestamp") and not meta.get("finalizers"):
+            return  # the write completed a deletion: the hub brings it
+        key = self.key(ctx.cluster, "", str(meta.get("name") or ""))
+        self._index.apply(key, obj.value, obj.revision)
+
+    async def create(
+        self,
+        ctx: RequestContext,
+        namespace: str,
+        obj: dict[str, Any],
+        opts: WriteOptions,
+        *,
+        prepared: bool = False,
+    ) -> StoredObject:
+        created = await super().create(ctx, namespace, obj, opts, prepared=prepared)
+        self._observe(ctx, created, opts)
+        return created
+
+    async def guaranteed_update(
+        self,
+        ctx: RequestContext,
+        namespace: str,
+        name: str,
+        mutate: store.Mutation,
+        opts: WriteOptions,
+        **kwargs: Any,
+    ) -> StoredObject:
+        updated = await super().guaranteed_update(ctx, namespace, name, mutate, opts, **kwargs)
+        self._observe(ctx, updated, opts)
+        return updated

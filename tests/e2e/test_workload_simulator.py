@@ -1,0 +1,238 @@
+"""`minikcp start --simulate-workloads`: a minikcp process acting as a physical cluster.
+
+One server with the simulator for the module; every test works in its own logical cluster, so
+this also checks that the simulator serves every cluster of the process.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from tests import server_process
+from tests.e2e.kubectl_runner import Kubectl
+
+DELAY = 2.0
+
+
+@pytest.fixture(scope="module")
+def sim_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[server_process.ServerProcess]:
+    proc = server_process.start_server(
+        tmp_path_factory.mktemp("simulated"),
+        extra_args=("--simulate-workloads", "--rollout-delay", str(DELAY)),
+    )
+    yield proc
+    code = proc.stop()
+    assert code == 0, f"server exited with {code}:\n{proc.log()}"
+    assert "Traceback" not in proc.log(), proc.log()
+
+
+@pytest.fixture
+def kubectl(sim_server: server_process.ServerProcess, cluster: str) -> Kubectl:
+    return Kubectl(sim_server, cluster)
+
+
+def eventually(check: Callable[[], Any], timeout: float = 20.0) -> Any:
+    """Polls until `check` returns something truthy; fails with its last answer."""
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while time.monotonic() < deadline:
+        last = check()
+        if last:
+            return last
+        time.sleep(0.2)
+    raise AssertionError(f"condition not met within {timeout}s; last: {last!r}")
+
+
+def items(kubectl: Kubectl, resource: str, selector: str) -> list[dict[str, Any]]:
+    out = kubectl("get", resource, "-l", selector, "-o", "json").stdout
+    found: list[dict[str, Any]] = json.loads(out)["items"]
+    return found
+
+
+def owner(obj: dict[str, Any]) -> dict[str, Any]:
+    refs = obj["metadata"]["ownerReferences"]
+    assert len(refs) == 1, refs
+    ref: dict[str, Any] = refs[0]
+    assert ref["controller"] is True and ref["blockOwnerDeletion"] is True
+    return ref
+
+
+def deployment_yaml(name: str, *, annotations: dict[str, str], deadline: int) -> str:
+    return json.dumps(
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": name, "annotations": annotations},
+            "spec": {
+                "replicas": 2,
+                "progressDeadlineSeconds": deadline,
+                "selector": {"matchLabels": {"app": name}},
+                "template": {
+                    "metadata": {"labels": {"app": name}},
+                    "spec": {"containers": [{"name": "c", "image": "busybox"}]},
+                },
+            },
+        }
+    )
+
+
+def test_rollout_takes_the_delay_and_builds_owned_replica_sets_and_pods(kubectl: Kubectl) -> None:
+    started = time.monotonic()
+    kubectl("create", "deployment", "web", "--image=nginx", "--replicas=3")
+    early = kubectl.get("deployment", "web")
+    assert early["status"].get("availableReplicas", 0) < 3  # the registry no longer fakes it
+    out = kubectl("rollout", "status", "deployment/web", "--timeout=30s").stdout
+    elapsed = time.monotonic() - started
+    assert 'deployment "web" successfully rolled out' in out
+    assert elapsed >= DELAY - 0.1, elapsed
+
+    deployment = kubectl.get("deployment", "web")
+    status = deployment["status"]
+    assert status["observedGeneration"] == deployment["metadata"]["generation"]
+    assert (status["replicas"], status["updatedReplicas"]) == (3, 3)
+    assert (status["readyReplicas"], status["availableReplicas"]) == (3, 3)
+    assert "unavailableReplicas" not in status
+    conditions = {c["type"]: c for c in status["conditions"]}
+    assert conditions["Available"]["reason"] == "MinimumReplicasAvailable"
+    assert conditions["Progressing"]["reason"] == "NewReplicaSetAvailable"
+    assert deployment["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == "1"
+
+    (rs,) = items(kubectl, "replicasets", "app=web")
+    template_hash = rs["metadata"]["labels"]["pod-template-hash"]
+    assert rs["metadata"]["name"] == f"web-{template_hash}"
+    assert owner(rs)["kind"] == "Deployment"
+    assert owner(rs)["uid"] == deployment["metadata"]["uid"]
+    assert rs["spec"]["selector"]["matchLabels"]["pod-template-hash"] == template_hash
+    assert rs["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == "1"
+    assert rs["status"]["readyReplicas"] == 3
+
+    pods = items(kubectl, "pods", "app=web")
+    assert len(pods) == 3
+    for pod in pods:
+        assert owner(pod)["uid"] == rs["metadata"]["uid"]
+        assert pod["metadata"]["name"].startswith(f"web-{template_hash}-")
+        assert pod["status"]["phase"] == "Running"
+        ready = {c["type"]: c["status"] for c in pod["status"]["conditions"]}["Ready"]
+        assert ready == "True"
+    table = kubectl("get", "rs,pods", "-l", "app=web").stdout
+    assert f"web-{template_hash}   3         3         3" in table
+    assert table.count("1/1     Running") == 3
+
+
+def test_scale_up_and_down(kubectl: Kubectl) -> None:
+    kubectl("create", "deployment", "scaled", "--image=nginx", "--replicas=2")
+    kubectl("rollout", "status", "deployment/scaled", "--timeout=30s")
+    kubectl("scale", "deployment/scaled", "--replicas=5")
+    kubectl("rollout", "status", "deployment/scaled", "--timeout=30s")
+    assert len(items(kubectl, "pods", "app=scaled")) == 5
+    assert kubectl.get("deployment", "scaled")["status"]["availableReplicas"] == 5
+    kubectl("scale", "deployment/scaled", "--replicas=1")
+    eventually(lambda: len(items(kubectl, "pods", "app=scaled")) == 1)
+    kubectl("rollout", "status", "deployment/scaled", "--timeout=30s")
+    status = kubectl.get("deployment", "scaled")["status"]
+    assert (status["replicas"], status["availableReplicas"]) == (1, 1)
+    (rs,) = items(kubectl, "replicasets", "app=scaled")
+    assert rs["spec"]["replicas"] == 1
+
+
+def test_new_template_rolls_out_a_new_replica_set(kubectl: Kubectl) -> None:
+    kubectl("create", "deployment", "roll", "--image=nginx:1.26", "--replicas=2")
+    kubectl("rollout", "status", "deployment/roll", "--timeout=30s")
+    (first,) = items(kubectl, "replicasets", "app=roll")
+    kubectl("set", "image", "deployment/roll", "nginx=nginx:1.27")
+    out = kubectl("rollout", "status", "deployment/roll", "--timeout=60s").stdout
+    assert "Waiting for deployment" in out  # it took steps, it was not instant
+    sets = {rs["metadata"]["name"]: rs for rs in items(kubectl, "replicasets", "app=roll")}
+    assert len(sets) == 2
+    old = sets.pop(first["metadata"]["name"])
+    (new,) = sets.values()
+    assert old["spec"]["replicas"] == 0
+    assert new["spec"]["replicas"] == 2
+    assert new["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == "2"
+    assert new["spec"]["template"]["spec"]["containers"][0]["image"] == "nginx:1.27"
+    pods = items(kubectl, "pods", "app=roll")
+    assert {owner(p)["name"] for p in pods} == {new["metadata"]["name"]}
+    assert {p["spec"]["containers"][0]["image"] for p in pods} == {"nginx:1.27"}
+    deployment = kubectl.get("deployment", "roll")
+    assert deployment["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == "2"
+    history = kubectl("rollout", "history", "deployment/roll").stdout
+    assert "1 " in history and "2 " in history
+
+
+def test_failed_rollout_exceeds_its_progress_deadline(kubectl: Kubectl) -> None:
+    body = deployment_yaml("stuck", annotations={"sim.minikcp.io/fail-rollout": "true"}, deadline=2)
+    kubectl("apply", "-f", "-", input=body)
+    failed = kubectl.fails("rollout", "status", "deployment/stuck", "--timeout=30s")
+    assert 'deployment "stuck" exceeded its progress deadline' in failed.stderr
+    status = kubectl.get("deployment", "stuck")["status"]
+    conditions = {c["type"]: c for c in status["conditions"]}
+    assert conditions["Progressing"]["status"] == "False"
+    assert conditions["Progressing"]["reason"] == "ProgressDeadlineExceeded"
+    assert "has timed out progressing" in conditions["Progressing"]["message"]
+    assert conditions["Available"]["reason"] == "MinimumReplicasUnavailable"
+    assert status["unavailableReplicas"] == 2
+    assert "availableReplicas" not in status
+
+
+def test_crashing_pods_show_crash_loop_back_off(kubectl: Kubectl) -> None:
+    body = deployment_yaml(
+        "crashy",
+        annotations={"sim.minikcp.io/crash-loop": "true", "sim.minikcp.io/ready-after": "0.5"},
+        deadline=600,
+    )
+    kubectl("apply", "-f", "-", input=body)
+
+    def crashing() -> list[dict[str, Any]]:
+        pods = items(kubectl, "pods", "app=crashy")
+        statuses = [p["status"].get("containerStatuses", [{}])[0] for p in pods]
+        waiting = [s for s in statuses if s.get("state", {}).get("waiting")]
+        return statuses if len(waiting) == 2 else []
+
+    for container in eventually(crashing):
+        assert container["state"]["waiting"]["reason"] == "CrashLoopBackOff"
+        assert container["restartCount"] >= 1
+        assert container["ready"] is False
+        assert container["lastState"]["terminated"]["reason"] == "Error"
+    assert "CrashLoopBackOff" in kubectl("get", "pods", "-l", "app=crashy").stdout
+    status = kubectl.get("deployment", "crashy")["status"]
+    assert status.get("availableReplicas", 0) == 0
+    assert status["unavailableReplicas"] == 2
+
+
+def test_wait_for_available(kubectl: Kubectl) -> None:
+    kubectl("create", "deployment", "waited", "--image=nginx", "--replicas=2")
+    out = kubectl("wait", "--for=condition=Available", "deployment/waited", "--timeout=30s").stdout
+    assert "condition met" in out
+    assert kubectl.get("deployment", "waited")["status"]["availableReplicas"] == 2
+
+
+def test_deleting_the_deployment_removes_replica_sets_and_pods(kubectl: Kubectl) -> None:
+    kubectl("create", "deployment", "doomed", "--image=nginx", "--replicas=2")
+    kubectl("rollout", "status", "deployment/doomed", "--timeout=30s")
+    assert len(items(kubectl, "pods", "app=doomed")) == 2
+    kubectl("delete", "deployment", "doomed")
+    eventually(
+        lambda: (
+            not items(kubectl, "replicasets", "app=doomed")
+            and not items(kubectl, "pods", "app=doomed")
+        )
+    )
+
+
+def test_a_pod_deleted_by_hand_is_replaced(kubectl: Kubectl) -> None:
+    kubectl("create", "deployment", "healing", "--image=nginx", "--replicas=2")
+    kubectl("rollout", "status", "deployment/healing", "--timeout=30s")
+    victim = items(kubectl, "pods", "app=healing")[0]["metadata"]["name"]
+    kubectl("delete", "pod", victim)
+
+    def replaced() -> bool:
+        names = {p["metadata"]["name"] for p in items(kubectl, "pods", "app=healing")}
+        return len(names) == 2 and victim not in names
+
+    eventually(replaced)
+    kubectl("rollout", "status", "deployment/healing", "--timeout=30s")
