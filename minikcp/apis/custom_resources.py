@@ -64,6 +64,11 @@ class CompiledSchema:
         )
         self.node = schemas.SchemaNode.definition(defs, rt.definition)
         self.has_defaults = b'"default"' in custom.schema
+        # Only schemas using these extensions need the walk jsonschema cannot do.
+        self.has_extensions = (
+            b"x-kubernetes-embedded-resource" in custom.schema
+            or b"x-kubernetes-list-type" in custom.schema
+        )
 
 
 @functools.lru_cache(maxsize=512)
@@ -258,7 +263,8 @@ def validate(rt: ResourceType, obj: Obj) -> list[Cause]:
             if (cause.field, cause.message) not in seen:
                 seen.add((cause.field, cause.message))
                 causes.append(cause)
-    causes.extend(_extensions(compiled_schema.schema, obj, "", root=True))
+    if compiled_schema.has_extensions:
+        causes.extend(_extensions(compiled_schema.schema, obj, "", root=True))
     return causes
 
 
