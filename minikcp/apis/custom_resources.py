@@ -181,8 +181,8 @@ def _type_name(value: Any) -> str:
     return "array" if isinstance(value, list) else "object"
 
 
-def _cause(error: jsonschema.ValidationError) -> list[Cause]:
-    path = _path(error.absolute_path)
+def _cause(error: jsonschema.ValidationError, base: str = "") -> list[Cause]:
+    path = _path([*([base] if base else []), *error.absolute_path])
     where = f"{path or '<nil>'} in body"
     value: Any = error.instance
     bound: Any = error.validator_value
@@ -325,6 +325,19 @@ def _go_value(value: Any) -> str:
     if isinstance(value, list):
         return "[]interface {}{" + ", ".join(_go_value(v) for v in value) + "}"
     return vm.go_value(value)
+
+
+def default_errors(schema: Obj, default: Any, field: str) -> list[str]:
+    """Why `default` does not validate against the schema node of `field` (e.g. spec.replicas)
+    it sits on, as the details of a CRD validation error."""
+    validator = _Validator(_json_schema(schema))
+    out = []
+    for error in validator.iter_errors(default):
+        for cause in _cause(error, field):
+            # The detail only: the CRD error names the default's own path and value.
+            _, found, detail = cause.message.partition(": " + cause.field)
+            out.append(cause.field + detail if found else cause.message)
+    return out
 
 
 # -- defaults --------------------------------------------------------------------------------

@@ -98,7 +98,11 @@ class CustomCatalogs:
         if self._revisions.get(key, 0) >= revision:
             return
         self._revisions[key] = revision
-        parsed = keys.parse_key(self.crd_type, key)
+        try:
+            parsed = keys.parse_key(self.crd_type, key)
+        except ValueError:
+            logger.warning("not a CRD key: %s", key)
+            return
         cluster = parsed.cluster
         found = self._crds.setdefault(cluster, {})
         if value is None:
