@@ -58,6 +58,7 @@ class CompiledSchema:
         published["properties"]["metadata"] = _META_REF
         layer = Catalog.builtin().extended([], schemas={rt.definition: published})
         self.shape = shapes.compiled(layer, rt.definition)
+        _prune_known(self.shape, set())
         defs: collections.ChainMap[str, Obj] = collections.ChainMap(
             {rt.definition: published},
             cast(dict[str, Obj], upstream_definitions()),  # read only: no copy
@@ -79,6 +80,20 @@ def _compiled(rt: ResourceType) -> CompiledSchema:
 
 def compiled(rt: ResourceType) -> CompiledSchema:
     return _compiled(rt)
+
+
+def _prune_known(shape: shapes.Shape, seen: set[int]) -> None:
+    """Marks the preserving nodes of a CRD's own shapes (ObjectMeta and other shared built-in
+    shapes preserve nothing, so they are never marked)."""
+    if id(shape) in seen:
+        return
+    seen.add(id(shape))
+    if shape.preserve_unknown:
+        shape.prune_known = True
+    for sub in shape.fields.values():
+        _prune_known(sub, seen)
+    if shape.item is not None:
+        _prune_known(shape.item, seen)
 
 
 # -- schema conversion -----------------------------------------------------------------------
