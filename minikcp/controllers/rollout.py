@@ -38,6 +38,8 @@ FOUND_NEW_RS = "FoundNewReplicaSet"
 RS_UPDATED = "ReplicaSetUpdated"
 NEW_RS_AVAILABLE = "NewReplicaSetAvailable"
 TIMED_OUT = "ProgressDeadlineExceeded"
+PAUSED = "DeploymentPaused"
+RESUMED = "DeploymentResumed"
 MIN_AVAILABLE = "MinimumReplicasAvailable"
 MIN_UNAVAILABLE = "MinimumReplicasUnavailable"
 
@@ -269,6 +271,32 @@ def old_rs_replicas(
     }
 
 
+def paused_replicas(
+    deployment: Mapping[str, Any],
+    new_rs: Mapping[str, Any] | None,
+    old_rss: Sequence[Mapping[str, Any]],
+) -> dict[str, int]:
+    """The deployment controller's `scale` for a paused Deployment: no rollout, but the one
+    active (or else the newest) ReplicaSet follows spec.replicas. Several active ones (a rollout
+    paused half-way) keep their sizes here; upstream scales them proportionally."""
+    everything = ([new_rs] if new_rs is not None else []) + list(old_rss)
+    active = [rs for rs in everything if replicas(rs) > 0]
+    if len(active) > 1:
+        return {}
+    if active:
+        target = active[0]
+    elif new_rs is not None:
+        target = new_rs
+    elif old_rss:
+        target = by_creation(old_rss)[-1]
+    else:
+        return {}
+    desired = replicas(deployment)
+    if replicas(target) == desired:
+        return {}
+    return {target["metadata"]["name"]: desired}
+
+
 # -- the new ReplicaSet -------------------------------------------------------------------------
 
 
@@ -424,10 +452,13 @@ def deployment_status(
     """calculateStatus followed by syncRolloutStatus: the status the controller writes."""
     old_status: Mapping[str, Any] = deployment.get("status") or {}
     name = deployment["metadata"]["name"]
+    paused = bool(deployment.get("spec", {}).get("paused"))
     previous = dict(old_status)
+    seeded: dict[str, Any] = {"conditions": list(old_status.get("conditions") or ())}
+    _pause_conditions(deployment, seeded, paused, now)
+    previous["conditions"] = seeded.get("conditions", [])
     if has_progress_deadline(deployment) and new_rs is not None:
         # getNewReplicaSet records the new ReplicaSet before any progress is estimated.
-        seeded: dict[str, Any] = {"conditions": list(old_status.get("conditions") or ())}
         rs_name = new_rs["metadata"]["name"]
         if created_new_rs:
             set_condition(
@@ -440,7 +471,7 @@ def deployment_status(
                     now,
                 ),
             )
-        elif condition(old_status, "Progressing") is None:
+        elif condition(seeded, "Progressing") is None:
             set_condition(
                 seeded,
                 new_condition(
@@ -475,7 +506,9 @@ def deployment_status(
             now,
         )
     set_condition(status, cond)
-    _rollout_conditions(deployment, previous, status, new_rs, name, now)
+    if not paused:
+        # A paused Deployment is only scaled (the controller's `sync`): no progress estimate.
+        _rollout_conditions(deployment, previous, status, new_rs, name, now)
     # Zero counts are left out, as Go's omitempty does.
     for key in ("replicas", "updatedReplicas", "readyReplicas", "availableReplicas"):
         if not status[key]:
@@ -485,6 +518,26 @@ def deployment_status(
     if not status["observedGeneration"]:
         del status["observedGeneration"]
     return status
+
+
+def _pause_conditions(
+    deployment: Mapping[str, Any], status: dict[str, Any], paused: bool, now: float
+) -> None:
+    """checkPausedConditions: Progressing Unknown while paused, and once resumed."""
+    if not has_progress_deadline(deployment):
+        return
+    current = condition(status, "Progressing")
+    if current is not None and current.get("reason") == TIMED_OUT:
+        return  # a reported lack of progress is not overwritten
+    paused_before = current is not None and current.get("reason") == PAUSED
+    if paused and not paused_before:
+        set_condition(
+            status, new_condition("Progressing", "Unknown", PAUSED, "Deployment is paused", now)
+        )
+    elif not paused and paused_before:
+        set_condition(
+            status, new_condition("Progressing", "Unknown", RESUMED, "Deployment is resumed", now)
+        )
 
 
 def _rollout_conditions(

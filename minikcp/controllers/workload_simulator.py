@@ -40,6 +40,8 @@ _CONTROLLER = WriteOptions(field_manager="kube-controller-manager")
 _KUBELET = WriteOptions(field_manager="kubelet")
 
 Key = informer.ObjectKey
+# Timers fire this much after the first pod is due, so pods started together change together.
+_COALESCE = 0.05
 
 
 @dataclass(frozen=True, slots=True)
@@ -233,7 +235,8 @@ class WorkloadSimulator:
         if pass_.writes and pass_.wants_more():
             self._queue.add(key)
         if pass_.next_at is not None:
-            self._queue.add_after(key, pass_.next_at - time.time())
+            # A little late on purpose: pods due together are handled in one pass.
+            self._queue.add_after(key, pass_.next_at - time.time() + _COALESCE)
 
     # -- writes (recorded in the informers at once) ---------------------------------------------
 
@@ -292,10 +295,11 @@ class WorkloadSimulator:
         written = await store.guaranteed_update(
             ctx, meta["namespace"], meta["name"], mutate, opts, subresource="status"
         )
-        if kind == "pods":
-            self._pod_informer.record(written)
-        elif kind == "replicasets":
-            self._rs_informer.record(written)
+        {
+            "pods": self._pod_informer,
+            "replicasets": self._rs_informer,
+            "deployments": self._deployment_informer,
+        }[kind].record(written)
         return written
 
     async def update_deployment_revision(
@@ -313,9 +317,11 @@ class WorkloadSimulator:
             current["metadata"]["resourceVersion"] = expected
             return current
 
-        return await self._deployments.guaranteed_update(
+        written = await self._deployments.guaranteed_update(
             ctx, meta["namespace"], meta["name"], mutate, _CONTROLLER
         )
+        self._deployment_informer.record(written)
+        return written
 
     async def create_pod(self, ctx: RequestContext, rs: Mapping[str, Any]) -> StoredObject:
         meta = rs["metadata"]
@@ -448,7 +454,14 @@ class _Pass:
             )
             self.deployment = deployment = updated.view()
             self.writes += 1
-        resized = rollout.old_rs_replicas(deployment, new_rs, old_rss)
+        if spec.get("paused"):
+            resized = rollout.paused_replicas(deployment, new_rs, old_rss)
+            if new_rs is not None and new_rs["metadata"]["name"] in resized:
+                size = resized.pop(new_rs["metadata"]["name"])
+                new_rs = (await self.sim.update_replica_set(self.ctx, new_rs, size, {})).view()
+                self.writes += 1
+        else:
+            resized = rollout.old_rs_replicas(deployment, new_rs, old_rss)
         scaled_old: list[Mapping[str, Any]] = []
         for rs in old_rss:
             new_size = resized.get(rs["metadata"]["name"])
@@ -472,7 +485,11 @@ class _Pass:
         wanted_revision = own_revision if own_revision > newest_old else newest_old + 1
         annotations = rollout.rs_annotations(deployment, wanted_revision)
         current = new_rs["metadata"].get("annotations") or {}
-        size = rollout.new_rs_replicas(deployment, new_rs, old_rss)
+        size = (
+            rollout.replicas(new_rs)
+            if deployment.get("spec", {}).get("paused")
+            else rollout.new_rs_replicas(deployment, new_rs, old_rss)
+        )
         if size == rollout.replicas(new_rs) and all(
             current.get(k) == v for k, v in annotations.items()
         ):
@@ -552,6 +569,8 @@ class _Pass:
 
     def wants_more(self) -> bool:
         """Whether the rollout can take another step now (e.g. new pods allow old ones to go)."""
+        if self.deployment.get("spec", {}).get("paused"):
+            return False
         if self.new_rs is None:
             return bool(rollout.old_rs_replicas(self.deployment, None, self.old_rss))
         return bool(

@@ -368,3 +368,64 @@ def test_next_progress_check_is_the_deadline_after_the_last_progress() -> None:
     assert rollout.next_progress_check(dep, status, NOW) == pytest.approx(int(NOW) + 11)
     done = rollout.deployment_status(dep, [rs("web-n", 3, 3)], rs("web-n", 3, 3), NOW)
     assert rollout.next_progress_check(dep, done, NOW) is None
+
+
+@pytest.mark.parametrize(
+    ("dep", "new", "olds", "expected"),
+    [
+        # The one active ReplicaSet follows spec.replicas, even if it is not the new one.
+        (deployment(5), None, [rs("o", 3, 3)], {"o": 5}),
+        (deployment(2), rs("n", 3, 3), [rs("o", 0)], {"n": 2}),
+        # Nothing active: the new ReplicaSet, or else the newest old one.
+        (deployment(2), rs("n", 0), [rs("o", 0)], {"n": 2}),
+        (
+            deployment(2),
+            None,
+            [rs("a", 0), rs("b", 0, created="2026-01-02T00:00:00Z")],
+            {"b": 2},
+        ),
+        # A rollout paused half-way keeps its sizes; nothing to do when they already match.
+        (deployment(3), rs("n", 1, 1), [rs("o", 3, 3)], {}),
+        (deployment(3), rs("n", 3, 3), [], {}),
+    ],
+)
+def test_paused_replicas(
+    dep: dict[str, Any],
+    new: dict[str, Any] | None,
+    olds: list[dict[str, Any]],
+    expected: dict[str, int],
+) -> None:
+    assert rollout.paused_replicas(dep, new, olds) == expected
+
+
+def test_pausing_and_resuming_show_in_progressing() -> None:
+    dep = deployment(3)
+    sets = [rs("web-n", 3, 3)]
+    done = rollout.deployment_status(dep, sets, sets[0], NOW)
+    dep["spec"]["paused"] = True
+    dep["status"] = done
+    paused = rollout.deployment_status(dep, sets, sets[0], NOW + 1)
+    assert conditions(paused)["Progressing"] == ("Unknown", "DeploymentPaused")
+    # While paused nothing estimates progress, so nothing changes.
+    dep["status"] = paused
+    assert rollout.deployment_status(dep, sets, sets[0], NOW + 900) == paused
+    dep["spec"]["paused"] = False
+    resumed = rollout.deployment_status(dep, sets, sets[0], NOW + 901)
+    # Resumed, then at once complete again in the same computation.
+    assert conditions(resumed)["Progressing"] == ("True", "NewReplicaSetAvailable")
+    # A timed-out rollout is not overwritten by pausing.
+    dep["status"] = {
+        "conditions": [
+            {
+                "type": "Progressing",
+                "status": "False",
+                "reason": "ProgressDeadlineExceeded",
+                "message": "",
+                "lastUpdateTime": stamp(0),
+                "lastTransitionTime": stamp(0),
+            }
+        ]
+    }
+    dep["spec"]["paused"] = True
+    stuck = rollout.deployment_status(dep, [rs("web-n", 3)], rs("web-n", 3), NOW)
+    assert conditions(stuck)["Progressing"] == ("False", "ProgressDeadlineExceeded")

@@ -16,7 +16,7 @@ import pytest
 from tests import server_process
 from tests.e2e.kubectl_runner import Kubectl
 
-DELAY = 2.0
+DELAY = 1.0
 
 
 @pytest.fixture(scope="module")
@@ -85,7 +85,8 @@ def test_rollout_takes_the_delay_and_builds_owned_replica_sets_and_pods(kubectl:
     started = time.monotonic()
     kubectl("create", "deployment", "web", "--image=nginx", "--replicas=3")
     early = kubectl.get("deployment", "web")
-    assert early["status"].get("availableReplicas", 0) < 3  # the registry no longer fakes it
+    # The registry no longer reports it rolled out at once.
+    assert early.get("status", {}).get("availableReplicas", 0) < 3
     out = kubectl("rollout", "status", "deployment/web", "--timeout=30s").stdout
     elapsed = time.monotonic() - started
     assert 'deployment "web" successfully rolled out' in out
@@ -162,6 +163,46 @@ def test_new_template_rolls_out_a_new_replica_set(kubectl: Kubectl) -> None:
     assert deployment["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == "2"
     history = kubectl("rollout", "history", "deployment/roll").stdout
     assert "1 " in history and "2 " in history
+
+    # Undo goes back to the first ReplicaSet, which becomes revision 3.
+    kubectl("rollout", "undo", "deployment/roll")
+    kubectl("rollout", "status", "deployment/roll", "--timeout=60s")
+    sets = {rs["metadata"]["name"]: rs for rs in items(kubectl, "replicasets", "app=roll")}
+    back = sets[first["metadata"]["name"]]
+    assert back["spec"]["replicas"] == 2
+    assert back["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == "3"
+    assert sets[new["metadata"]["name"]]["spec"]["replicas"] == 0
+    assert {p["spec"]["containers"][0]["image"] for p in items(kubectl, "pods", "app=roll")} == {
+        "nginx:1.26"
+    }
+
+
+def test_a_paused_deployment_rolls_out_when_resumed(kubectl: Kubectl) -> None:
+    kubectl("create", "deployment", "held", "--image=nginx:1.26", "--replicas=1")
+    kubectl("rollout", "status", "deployment/held", "--timeout=30s")
+    kubectl("rollout", "pause", "deployment/held")
+    kubectl("set", "image", "deployment/held", "nginx=nginx:1.27")
+    kubectl("scale", "deployment/held", "--replicas=2")
+
+    def paused() -> dict[str, Any] | None:
+        status = kubectl.get("deployment", "held")["status"]
+        conditions = {c["type"]: c for c in status["conditions"]}
+        return status if conditions["Progressing"]["reason"] == "DeploymentPaused" else None
+
+    status = eventually(paused)
+    # Scaled, but no rollout: one ReplicaSet, still the old image.
+    eventually(lambda: len(items(kubectl, "pods", "app=held")) == 2)
+    assert len(items(kubectl, "replicasets", "app=held")) == 1
+    assert {p["spec"]["containers"][0]["image"] for p in items(kubectl, "pods", "app=held")} == {
+        "nginx:1.26"
+    }
+    assert status["observedGeneration"] >= 2
+    kubectl("rollout", "resume", "deployment/held")
+    kubectl("rollout", "status", "deployment/held", "--timeout=60s")
+    assert len(items(kubectl, "replicasets", "app=held")) == 2
+    assert {p["spec"]["containers"][0]["image"] for p in items(kubectl, "pods", "app=held")} == {
+        "nginx:1.27"
+    }
 
 
 def test_failed_rollout_exceeds_its_progress_deadline(kubectl: Kubectl) -> None:

@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from minikcp.registry import objects, registry
 from minikcp.registry.status_owners import DeploymentStatusOwners
+from storage import hub, sqlite
 
 
 def test_the_registry_reports_until_a_namespace_is_handed_over() -> None:
@@ -24,3 +33,64 @@ def test_handing_over_everywhere_wins() -> None:
     owners.take_back("root", "default")
     assert not owners.registry_reports("root", "default")
     assert not owners.registry_reports("any", "where")
+
+
+@pytest.fixture
+async def reg(tmp_path: Path) -> AsyncIterator[registry.Registry]:
+    store = await sqlite.SqliteStorage.open(tmp_path / "store.db", compact_interval=None)
+    watch_hub = hub.WatchHub(store, start_revision=await store.current_revision())
+    task = asyncio.create_task(watch_hub.run())
+    try:
+        yield await registry.Registry.open(store, watch_hub)
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        await store.close()
+
+
+def _deployment(name: str, replicas: int) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {"containers": [{"name": "c", "image": "nginx"}]},
+            },
+        },
+    }
+
+
+async def test_the_deployment_strategy_follows_the_registry_policy(
+    reg: registry.Registry,
+) -> None:
+    rt = reg.catalog.by_resource("apps", "v1", "deployments")
+    assert rt is not None
+    store = reg.store(rt)
+    opts = objects.WriteOptions()
+    reg.deployment_status.hand_over("synced", "default")
+    for cluster in ("synced", "plain"):
+        ctx = objects.RequestContext(cluster)
+        await store.create(ctx, "default", _deployment("web", 3), opts)
+    synced = objects.RequestContext("synced")
+    plain = objects.RequestContext("plain")
+    assert (await store.get(plain, "default", "web")).view()["status"]["availableReplicas"] == 3
+    assert "status" not in (await store.get(synced, "default", "web")).view()
+
+    def scale(replicas: int) -> Any:
+        def mutate(current: dict[str, Any] | None) -> dict[str, Any]:
+            assert current is not None
+            current["spec"]["replicas"] = replicas
+            return current
+
+        return mutate
+
+    # A spec change where a controller owns the status leaves the status alone ...
+    await store.guaranteed_update(synced, "default", "web", scale(4), opts)
+    assert "status" not in (await store.get(synced, "default", "web")).view()
+    # ... and once the registry takes it back, the next spec change reports a rollout again.
+    reg.deployment_status.take_back("synced", "default")
+    await store.guaranteed_update(synced, "default", "web", scale(5), opts)
+    status = (await store.get(synced, "default", "web")).view()["status"]
+    assert (status["observedGeneration"], status["availableReplicas"]) == (3, 5)

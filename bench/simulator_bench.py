@@ -1,0 +1,243 @@
+"""Workload simulator benchmark: many Deployments rolled out by one `--simulate-workloads` process.
+
+Creates N Deployments (R replicas each) with C concurrent HTTPS clients, then changes every
+Deployment's image, then deletes them all. Prints, per phase: the p50/p99 time from the request
+to the Deployment being rolled out (as `kubectl rollout status` judges it) minus the configured
+pod delay, i.e. what the simulator adds; writes the simulator made per Deployment (watch events
+on deployments, replicasets and pods); and the server's CPU seconds. Clients and server share
+the machine's cores, so figures vary with what else runs.
+Run: python bench/simulator_bench.py [--deployments 1000] [--replicas 2] [--delay 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import collections
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import orjson
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from tests import server_process
+
+CLUSTER = "bench"
+APPS = f"/clusters/{CLUSTER}/apis/apps/v1/namespaces/default"
+CORE = f"/clusters/{CLUSTER}/api/v1/namespaces/default"
+
+
+def _pct(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * p))] if ordered else float("nan")
+
+
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _deployment(name: str, replicas: int, image: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {"containers": [{"name": "c", "image": image}]},
+            },
+        },
+    }
+
+
+def _rolled_out(obj: dict[str, Any]) -> bool:
+    """kubectl's rollout status check (polymorphichelpers/rollout_status.go)."""
+    spec, status = obj.get("spec", {}), obj.get("status") or {}
+    want = spec.get("replicas", 1)
+    return (
+        obj["metadata"].get("generation", 0) <= status.get("observedGeneration", 0)
+        and status.get("updatedReplicas", 0) >= want
+        and status.get("replicas", 0) <= status.get("updatedReplicas", 0)
+        and status.get("availableReplicas", 0) >= status.get("updatedReplicas", 0)
+    )
+
+
+class Observer:
+    """Watches the three resources; counts events and notes when each Deployment is done."""
+
+    def __init__(self) -> None:
+        self.events: collections.Counter[str] = collections.Counter()
+        self.done_at: dict[str, float] = {}
+        self.pods: set[str] = set()
+        self.replica_sets: set[str] = set()
+        self.watching = 0
+
+    async def watch(self, session: aiohttp.ClientSession, base: str, path: str) -> None:
+        url = f"{base}{path}?watch=1&allowWatchBookmarks=false"
+        async with session.get(url, timeout=aiohttp.ClientTimeout(total=None)) as resp:
+            self.watching += 1
+            async for line in resp.content:
+                event = orjson.loads(line)
+                obj = event["object"]
+                kind = obj.get("kind", "")
+                name = obj.get("metadata", {}).get("name", "")
+                self.events[kind] += 1
+                live = event["type"] != "DELETED"
+                if kind == "Deployment" and live and _rolled_out(obj):
+                    self.done_at.setdefault(name, time.perf_counter())
+                elif kind == "Pod":
+                    (self.pods.add if live else self.pods.discard)(name)
+                elif kind == "ReplicaSet":
+                    (self.replica_sets.add if live else self.replica_sets.discard)(name)
+
+
+async def _phase(
+    label: str,
+    observer: Observer,
+    names: list[str],
+    act: Any,
+    clients: int,
+    delay: float,
+    pid: int,
+    done: Any,
+) -> None:
+    observer.done_at.clear()
+    before_events = observer.events.copy()
+    cpu = _cpu_seconds(pid)
+    started: dict[str, float] = {}
+    queue = iter(names)
+
+    async def client() -> None:
+        for name in queue:
+            started[name] = time.perf_counter()
+            await act(name)
+
+    t0 = time.perf_counter()
+    await asyncio.gather(*(client() for _ in range(clients)))
+    requests = time.perf_counter() - t0
+    deadline = time.perf_counter() + 600
+    while not done() and time.perf_counter() < deadline:
+        await asyncio.sleep(0.1)
+    total = time.perf_counter() - t0
+    delta = observer.events - before_events
+    n = len(names)
+    print(f"{label}: {n} deployments, requests {n / requests:.0f}/s, all done in {total:.1f}s")
+    latencies = [observer.done_at[k] - started[k] - delay for k in names if k in observer.done_at]
+    if latencies:
+        print(
+            f"  request -> rolled out, minus the {delay:g}s pod delay: "
+            f"p50 {_pct(latencies, 0.5) * 1000:.0f} ms, p99 {_pct(latencies, 0.99) * 1000:.0f} ms"
+            f" ({len(latencies)}/{n} done)"
+        )
+    print(
+        "  events per deployment: "
+        + ", ".join(f"{kind} {count / n:.1f}" for kind, count in sorted(delta.items()))
+    )
+    print(f"  server CPU: {_cpu_seconds(pid) - cpu:.1f}s")
+
+
+async def bench(server: server_process.ServerProcess, args: argparse.Namespace) -> None:
+    connector = aiohttp.TCPConnector(ssl=server.ssl_context(), limit=args.clients + 8)
+    headers = {"Content-Type": "application/json", "Accept": "application/json"}
+    base = server.base_url
+    names = [f"d{i:05d}" for i in range(args.deployments)]
+    observer = Observer()
+    pid = server.process.pid
+    async with aiohttp.ClientSession(connector=connector, headers=headers) as session:
+        watches = [
+            asyncio.create_task(observer.watch(session, base, f"{APPS}/deployments")),
+            asyncio.create_task(observer.watch(session, base, f"{APPS}/replicasets")),
+            asyncio.create_task(observer.watch(session, base, f"{CORE}/pods")),
+        ]
+        while observer.watching < 3:
+            await asyncio.sleep(0.05)
+
+        async def create(name: str) -> None:
+            body = orjson.dumps(_deployment(name, args.replicas, "nginx:1.26"))
+            async with session.post(f"{base}{APPS}/deployments", data=body) as resp:
+                assert resp.status == 201, await resp.text()
+
+        async def set_image(name: str) -> None:
+            patch = {
+                "spec": {
+                    "template": {"spec": {"containers": [{"name": "c", "image": "nginx:1.27"}]}}
+                }
+            }
+            async with session.patch(
+                f"{base}{APPS}/deployments/{name}",
+                data=orjson.dumps(patch),
+                headers={"Content-Type": "application/strategic-merge-patch+json"},
+            ) as resp:
+                assert resp.status == 200, await resp.text()
+
+        async def delete(name: str) -> None:
+            async with session.delete(f"{base}{APPS}/deployments/{name}") as resp:
+                assert resp.status == 200, await resp.text()
+
+        everything = set(names)
+        await _phase(
+            "create",
+            observer,
+            names,
+            create,
+            args.clients,
+            args.delay,
+            pid,
+            lambda: everything <= observer.done_at.keys(),
+        )
+        await _phase(
+            "image change",
+            observer,
+            names,
+            set_image,
+            args.clients,
+            args.delay,
+            pid,
+            lambda: everything <= observer.done_at.keys(),
+        )
+        await _phase(
+            "delete",
+            observer,
+            names,
+            delete,
+            args.clients,
+            0.0,
+            pid,
+            lambda: not observer.pods and not observer.replica_sets,
+        )
+        for task in watches:
+            task.cancel()
+        await asyncio.gather(*watches, return_exceptions=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--deployments", type=int, default=1000)
+    parser.add_argument("--replicas", type=int, default=2)
+    parser.add_argument("--delay", type=float, default=1.0)
+    parser.add_argument("--clients", type=int, default=16)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        server = server_process.start_server(
+            Path(tmp),
+            extra_args=("--simulate-workloads", "--rollout-delay", str(args.delay)),
+        )
+        try:
+            asyncio.run(bench(server, args))
+        finally:
+            server.stop()
+        if "Traceback" in server.log():
+            print(server.log()[-4000:])
+
+
+if __name__ == "__main__":
+    main()
