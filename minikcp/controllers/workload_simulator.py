@@ -207,6 +207,10 @@ class WorkloadSimulator:
             except errors.StatusError as exc:
                 logger.debug("simulating %s: %s; retrying", key, exc.message)
                 self._queue.add_rate_limited(key)
+            except Exception:
+                # A defect: say so loudly, but keep simulating the rest (and this one, later).
+                logger.exception("simulating %s failed", key)
+                self._queue.add_rate_limited(key)
             else:
                 self._queue.forget(key)
             finally:
@@ -246,6 +250,15 @@ class WorkloadSimulator:
         )
         self._rs_informer.record(created)
         return created
+
+    async def find_replica_set(
+        self, ctx: RequestContext, deployment: Mapping[str, Any], name: str
+    ) -> Mapping[str, Any] | None:
+        found = await self._replica_sets.find(ctx, deployment["metadata"]["namespace"], name)
+        if found is None:
+            return None
+        self._rs_informer.record(found)
+        return found.view()
 
     async def update_replica_set(
         self,
@@ -441,7 +454,12 @@ class _Pass:
             body = rollout.new_replica_set(
                 deployment, template_hash, rollout.max_revision(old_rss) + 1, size
             )
-            new_rs = (await self.sim.create_replica_set(self.ctx, body)).view()
+            try:
+                new_rs = (await self.sim.create_replica_set(self.ctx, body)).view()
+            except errors.StatusError as exc:
+                if exc.reason == "AlreadyExists":
+                    await self._collided(body["metadata"]["name"])
+                raise
             created = True
             self.writes += 1
         elif new_rs is not None:
@@ -475,6 +493,17 @@ class _Pass:
         self.old_rss = synced[1:] if new_rs is not None else synced
         await self._cleanup_history()
         await self._write_deployment_status(created)
+
+    async def _collided(self, name: str) -> None:
+        """The new ReplicaSet's name is taken by one this Deployment does not own: count a
+        collision, which changes the hash and so the name (as the controller does)."""
+        taken = await self.sim.find_replica_set(self.ctx, self.deployment, name)
+        ref = rollout.controller_of(taken) if taken is not None else None
+        if ref is not None and ref.get("uid") == self.deployment["metadata"].get("uid"):
+            return  # ours after all: the next pass finds it
+        status = dict(self.deployment.get("status") or {})
+        status["collisionCount"] = status.get("collisionCount", 0) + 1
+        await self.sim.write_status("deployments", self.ctx, self.deployment, status)
 
     async def _update_new(
         self, new_rs: Mapping[str, Any], old_rss: list[Mapping[str, Any]]

@@ -277,3 +277,36 @@ def test_a_pod_deleted_by_hand_is_replaced(kubectl: Kubectl) -> None:
 
     eventually(replaced)
     kubectl("rollout", "status", "deployment/healing", "--timeout=30s")
+
+
+def test_a_taken_replica_set_name_counts_a_collision(
+    sim_server: server_process.ServerProcess, kubectl: Kubectl
+) -> None:
+    kubectl("create", "deployment", "twin", "--image=nginx", "--replicas=1")
+    kubectl("rollout", "status", "deployment/twin", "--timeout=30s")
+    (first,) = items(kubectl, "replicasets", "app=twin")
+    taken = first["metadata"]["name"]
+    # Another logical cluster: the same template hashes the same, and the name is taken there.
+    other = Kubectl(sim_server, kubectl.cluster + "-other")
+    squatter = {
+        "apiVersion": "apps/v1",
+        "kind": "ReplicaSet",
+        "metadata": {"name": taken},
+        "spec": {
+            "replicas": 0,
+            "selector": {"matchLabels": {"squatter": "yes"}},
+            "template": {
+                "metadata": {"labels": {"squatter": "yes"}},
+                "spec": {"containers": [{"name": "c", "image": "busybox"}]},
+            },
+        },
+    }
+    other("apply", "-f", "-", input=json.dumps(squatter))
+    other("create", "deployment", "twin", "--image=nginx", "--replicas=1")
+    other("rollout", "status", "deployment/twin", "--timeout=30s")
+    assert other.get("deployment", "twin")["status"]["collisionCount"] == 1
+    (mine,) = items(other, "replicasets", "app=twin")
+    assert mine["metadata"]["name"] != taken
+    assert owner(mine)["name"] == "twin"
+    # The squatter is left alone.
+    assert "ownerReferences" not in other.get("replicaset", taken)["metadata"]
