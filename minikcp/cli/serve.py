@@ -23,6 +23,8 @@ from minikcp.controllers import workload_simulator
 from minikcp.machinery import users
 from minikcp.registry import registry
 from minikcp.server import app as server_app
+from minikcp.syncer import syncer as workload_syncer
+from minikcp.syncer import target as sync_target
 from storage import errors as storage_errors
 from storage import hub as storage_hub
 from storage import interface as storage_interface
@@ -42,6 +44,8 @@ class ServeOptions:
     retain_seconds: float = 300.0
     watch_cache_size: int = 10_000
     server_timing: bool = False
+    sync: sync_target.Settings = dataclasses.field(default_factory=sync_target.Settings)
+    sync_resources: tuple[str, ...] = ()
     # Act as a physical cluster: Deployments get ReplicaSets and Pods (None: no simulation).
     simulate_workloads: workload_simulator.SimulatorOptions | None = None
 
@@ -131,6 +135,10 @@ async def serve(options: ServeOptions) -> None:
             hub_task = tasks.create_task(hub.run(), name="watch-hub")
             reg = await registry.Registry.open(store, hub)
             registry_task = tasks.create_task(reg.run(), name="registry")
+            syncer = workload_syncer.Syncer(
+                reg, options.sync, extra_resources=options.sync_resources
+            )
+            syncer_task = tasks.create_task(syncer.run(), name="syncer")
             simulator_task: asyncio.Task[None] | None = None
             if options.simulate_workloads is not None:
                 simulator = workload_simulator.WorkloadSimulator(reg, options.simulate_workloads)
@@ -163,6 +171,7 @@ async def serve(options: ServeOptions) -> None:
                 await site.start()
             except OSError as exc:
                 await runner.cleanup()
+                syncer_task.cancel()
                 if simulator_task is not None:
                     simulator_task.cancel()
                 registry_task.cancel()
@@ -187,6 +196,7 @@ async def serve(options: ServeOptions) -> None:
             ready.clear()
             # Stop accepting, end open watches and requests, then stop the hub.
             await runner.cleanup()
+            syncer_task.cancel()
             if simulator_task is not None:
                 simulator_task.cancel()
             crd_task.cancel()
