@@ -64,7 +64,8 @@ def test_custom_objects_api(api: client.ApiClient) -> None:
     assert scaled["spec"]["replicas"] == 4
     listed = objects.list_namespaced_custom_object(GROUP, VERSION, "default", PLURAL)
     assert [(i["metadata"]["name"], i["spec"]["replicas"]) for i in listed["items"]] == [("a", 4)]
-    events = watch.Watch().stream(
+    watcher = watch.Watch()
+    events = watcher.stream(
         objects.list_namespaced_custom_object,
         GROUP,
         VERSION,
@@ -74,7 +75,11 @@ def test_custom_objects_api(api: client.ApiClient) -> None:
         timeout_seconds=5,
     )
     objects.delete_namespaced_custom_object(GROUP, VERSION, "default", PLURAL, "a")
-    first = next(events)
+    try:
+        first = next(events)
+    finally:
+        watcher.stop()
+        events.close()  # closes the streamed response
     assert (first["type"], first["object"]["metadata"]["name"]) == ("DELETED", "a")
 
 
