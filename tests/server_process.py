@@ -134,10 +134,12 @@ def start_server(
     root: Path | None = None,
     extra_args: tuple[str, ...] = (),
     credentials_from: Path | None = None,
+    port: int | None = None,
 ) -> ServerProcess:
     """Start `minikcp start` on a free port (in `root`, default a new folder under workdir).
 
-    `credentials_from` copies another server's CA and credentials first (replicas share them).
+    `credentials_from` copies another server's CA and credentials first (replicas share them);
+    `port` restarts a stopped server where its clients expect it.
     """
     root = root or workdir / f"minikcp-{uuid.uuid4().hex[:8]}"
     if credentials_from is not None:
@@ -146,8 +148,8 @@ def start_server(
             shutil.copy2(credentials_from / name, root / name)
     home = workdir / f"home-{uuid.uuid4().hex[:8]}"
     home.mkdir(parents=True, exist_ok=True)
-    port = free_port()
-    log_path = workdir / f"server-{port}.log"
+    port = port or free_port()
+    log_path = workdir / f"server-{port}-{uuid.uuid4().hex[:4]}.log"
     with log_path.open("wb") as log:
         process = subprocess.Popen(
             [

@@ -58,6 +58,7 @@ class CompiledSchema:
         published["properties"]["metadata"] = _META_REF
         layer = Catalog.builtin().extended([], schemas={rt.definition: published})
         self.shape = shapes.compiled(layer, rt.definition)
+        _prune_known(self.shape, set())
         defs: collections.ChainMap[str, Obj] = collections.ChainMap(
             {rt.definition: published},
             cast(dict[str, Obj], upstream_definitions()),  # read only: no copy
@@ -79,6 +80,20 @@ def _compiled(rt: ResourceType) -> CompiledSchema:
 
 def compiled(rt: ResourceType) -> CompiledSchema:
     return _compiled(rt)
+
+
+def _prune_known(shape: shapes.Shape, seen: set[int]) -> None:
+    """Marks the preserving nodes of a CRD's own shapes (ObjectMeta and other shared built-in
+    shapes preserve nothing, so they are never marked)."""
+    if id(shape) in seen:
+        return
+    seen.add(id(shape))
+    if shape.preserve_unknown:
+        shape.prune_known = True
+    for sub in shape.fields.values():
+        _prune_known(sub, seen)
+    if shape.item is not None:
+        _prune_known(shape.item, seen)
 
 
 # -- schema conversion -----------------------------------------------------------------------
@@ -181,8 +196,8 @@ def _type_name(value: Any) -> str:
     return "array" if isinstance(value, list) else "object"
 
 
-def _cause(error: jsonschema.ValidationError) -> list[Cause]:
-    path = _path(error.absolute_path)
+def _cause(error: jsonschema.ValidationError, base: str = "") -> list[Cause]:
+    path = _path([*([base] if base else []), *error.absolute_path])
     where = f"{path or '<nil>'} in body"
     value: Any = error.instance
     bound: Any = error.validator_value
@@ -325,6 +340,19 @@ def _go_value(value: Any) -> str:
     if isinstance(value, list):
         return "[]interface {}{" + ", ".join(_go_value(v) for v in value) + "}"
     return vm.go_value(value)
+
+
+def default_errors(schema: Obj, default: Any, field: str) -> list[str]:
+    """Why `default` does not validate against the schema node of `field` (e.g. spec.replicas)
+    it sits on, as the details of a CRD validation error."""
+    validator = _Validator(_json_schema(schema))
+    out = []
+    for error in validator.iter_errors(default):
+        for cause in _cause(error, field):
+            # The detail only: the CRD error names the default's own path and value.
+            _, found, detail = cause.message.partition(": " + cause.field)
+            out.append(cause.field + detail if found else cause.message)
+    return out
 
 
 # -- defaults --------------------------------------------------------------------------------

@@ -159,6 +159,8 @@ def kinds() -> tuple[KcpKind, ...]:
         # is for multi-region shards, which minikcp does not have.
         _kind("tenancy.kcp.io_workspaces.yaml", drop_columns=("Region",)),
         _kind("core.kcp.io_logicalclusters.yaml"),
+        # The Key column shows a label kcp's syncer sets; minikcp's labels its objects instead.
+        _kind("workload.kcp.io_synctargets.yaml", drop_columns=("Key",)),
     )
 
 

@@ -37,6 +37,7 @@ class Shape:
         "kind",
         "nullable",
         "preserve_unknown",
+        "prune_known",
         "required",
         "struct",
     )
@@ -49,6 +50,9 @@ class Shape:
         self.item: Shape | None = None  # array items or map values
         self.required: tuple[str, ...] = ()
         self.preserve_unknown = False
+        # Structural schemas (CRDs): unknown fields are kept here, but the declared ones are
+        # still checked and pruned below (built-ins stop at a preserving node).
+        self.prune_known = False
         self.nullable = True
         self.format = ""
 

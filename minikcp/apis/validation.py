@@ -309,7 +309,7 @@ def validate(
 
 
 def _unknown(shape: Shape, value: Any, path: str, out: list[str]) -> None:
-    if len(out) >= 100 or shape.preserve_unknown:
+    if len(out) >= 100 or (shape.preserve_unknown and not shape.prune_known):
         return  # upstream stops collecting at 100
     kind = shape.kind
     if kind == shapes.OBJECT and isinstance(value, dict):
@@ -318,7 +318,7 @@ def _unknown(shape: Shape, value: Any, path: str, out: list[str]) -> None:
             field = fields.get(key)
             sub_path = f"{path}.{key}" if path else key
             if field is None:
-                if sub_path not in out:
+                if not shape.preserve_unknown and sub_path not in out:
                     out.append(sub_path)
             elif field.kind in (shapes.OBJECT, shapes.ARRAY, shapes.MAP):
                 _unknown(field, sub, sub_path, out)
@@ -405,16 +405,17 @@ def checked_unknown_fields(
 
 
 def _prune(shape: Shape, value: Any) -> None:
-    if shape.preserve_unknown:
+    if shape.preserve_unknown and not shape.prune_known:
         return
     kind = shape.kind
     if kind == shapes.OBJECT and isinstance(value, dict):
         fields = shape.fields
-        for key in [k for k in value if k not in fields]:
-            del value[key]
+        if not shape.preserve_unknown:
+            for key in [k for k in value if k not in fields]:
+                del value[key]
         for key, sub in value.items():
-            field = fields[key]
-            if field.kind in (shapes.OBJECT, shapes.ARRAY, shapes.MAP):
+            field = fields.get(key)
+            if field is not None and field.kind in (shapes.OBJECT, shapes.ARRAY, shapes.MAP):
                 _prune(field, sub)
     elif kind in (shapes.ARRAY, shapes.MAP) and shape.item is not None:
         elements = (

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from minikcp.apis import custom_resources
 from minikcp.apis import validation_meta as vm
 from minikcp.apis.validation_meta import child, index
 from minikcp.machinery.errors import Cause
@@ -196,8 +197,9 @@ def _structural_root(schema: Obj, path: str) -> Iterator[Cause]:
 
 
 def _structural(
-    schema: Obj, path: str, *, root: bool = False, item: bool = False
+    schema: Obj, path: str, *, root: bool = False, item: bool = False, field: str = ""
 ) -> Iterator[Cause]:
+    """`path` is the schema node's place in the CRD, `field` its place in an object."""
     kind = schema.get("type")
     int_or_string = bool(schema.get("x-kubernetes-int-or-string"))
     preserve = bool(schema.get("x-kubernetes-preserve-unknown-fields"))
@@ -255,14 +257,21 @@ def _structural(
             child(path, "x-kubernetes-list-type"),
             'must be "map" if x-kubernetes-list-map-keys is non-empty',
         )
+    if "default" in schema:
+        if root:
+            yield vm.forbidden(child(path, "default"), "must not be set at the root")
+        for problem in custom_resources.default_errors(schema, schema["default"], field):
+            yield vm.invalid(child(path, "default"), schema["default"], problem)
     for key, sub in _map(schema.get("properties")).items():
         if root and key == "metadata":
             continue
         if isinstance(sub, Mapping):
-            yield from _structural(sub, f"{path}.properties[{key}]")
+            yield from _structural(sub, f"{path}.properties[{key}]", field=child(field, key))
     items = schema.get("items")
     if isinstance(items, Mapping):
-        yield from _structural(items, child(path, "items"), item=True)
+        yield from _structural(items, child(path, "items"), item=True, field=f"{field}[0]")
     extra = schema.get("additionalProperties")
     if isinstance(extra, Mapping):
-        yield from _structural(extra, child(path, "additionalProperties"))
+        yield from _structural(
+            extra, child(path, "additionalProperties"), field=child(field, "key")
+        )

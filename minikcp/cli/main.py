@@ -1,4 +1,4 @@
-"""`minikcp` command line: start, kubeconfig, version."""
+"""`minikcp` command line: start, kubeconfig, attach, detach, version."""
 
 from __future__ import annotations
 
@@ -9,10 +9,11 @@ import sys
 from pathlib import Path
 
 from minikcp.auth import pki
-from minikcp.cli import kubeconfigs, serve, ws
+from minikcp.cli import attach, kubeconfigs, serve, ws
 from minikcp.controllers import workload_simulator
 from minikcp.machinery import request_info
 from minikcp.server import nonresource
+from minikcp.syncer import target as sync_target
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -56,6 +57,47 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="send each response's handling time in a Server-Timing header (for benchmarks)",
     )
+    start.add_argument(
+        "--token-auth-file",
+        default=None,
+        type=Path,
+        help='static bearer tokens, kube-apiserver\'s CSV format: token,user,uid,"group1,group2"',
+    )
+    sync = start.add_argument_group("syncer (physical clusters attached as SyncTargets)")
+    sync.add_argument(
+        "--sync-resources",
+        default="",
+        help="more resources every target syncs, resource.group comma-separated",
+    )
+    sync.add_argument(
+        "--sync-probe-interval", default=5.0, type=float, help="seconds between health probes"
+    )
+    sync.add_argument(
+        "--sync-heartbeat-threshold",
+        default=20.0,
+        type=float,
+        help="seconds without an answer before a target is not Ready",
+    )
+    sync.add_argument(
+        "--sync-deletion-timeout",
+        default=300.0,
+        type=float,
+        help="seconds an unreachable target may hold an upstream deletion",
+    )
+    sync.add_argument(
+        "--sync-detach-timeout",
+        default=60.0,
+        type=float,
+        help="seconds detaching a target may take before giving up on what is left",
+    )
+    sync.add_argument(
+        "--sync-patrol-interval",
+        default=60.0,
+        type=float,
+        help="seconds between full comparisons of a target with upstream",
+    )
+    sync.add_argument("--sync-qps", default=20.0, type=float, help="requests/s per target")
+    sync.add_argument("--sync-burst", default=30, type=int, help="request burst per target")
     sim = start.add_argument_group("workload simulation (act as a physical cluster)")
     sim.add_argument(
         "--simulate-workloads",
@@ -86,7 +128,17 @@ def _parser() -> argparse.ArgumentParser:
     kc.add_argument("--root-dir", default=".minikcp", type=Path)
     kc.add_argument("--cluster", default="root", help="logical cluster path, e.g. root:org")
     kc.add_argument("--server", default="", help="base URL (default: from admin.kubeconfig)")
+    kc.add_argument(
+        "--user",
+        default="",
+        help="write a client certificate for this user instead of the admin credentials",
+    )
+    kc.add_argument("--groups", default="", help="with --user: its groups, comma-separated")
+    kc.add_argument(
+        "--days", default=365, type=int, help="with --user: days the certificate is valid"
+    )
     kc.add_argument("-o", "--output", type=Path, default=None)
+    attach.add_parsers(sub)
     sub.add_parser("version", help="print the version")
     sub.add_parser("ws", help="move between workspaces, as `kubectl ws` (see `minikcp ws -h`)")
     return parser
@@ -109,6 +161,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.command == "kubeconfig":
         return _kubeconfig(args)
+    if args.command == "attach":
+        return attach.attach(args)
+    if args.command == "detach":
+        return attach.detach(args)
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
@@ -129,6 +185,17 @@ def main(argv: list[str] | None = None) -> int:
         retain_seconds=args.retain_seconds,
         watch_cache_size=args.watch_cache_size,
         server_timing=args.server_timing,
+        token_auth_file=args.token_auth_file,
+        sync=sync_target.Settings(
+            probe_interval=args.sync_probe_interval,
+            heartbeat_threshold=args.sync_heartbeat_threshold,
+            deletion_timeout=args.sync_deletion_timeout,
+            detach_timeout=args.sync_detach_timeout,
+            patrol_interval=args.sync_patrol_interval,
+            qps=args.sync_qps,
+            burst=args.sync_burst,
+        ),
+        sync_resources=tuple(r.strip() for r in args.sync_resources.split(",") if r.strip()),
         simulate_workloads=workload_simulator.SimulatorOptions(
             rollout_delay=args.rollout_delay,
             fail_rollouts=args.fail_rollouts,
@@ -156,16 +223,29 @@ def _kubeconfig(args: argparse.Namespace) -> int:
     if not (root / "ca.crt").exists():
         print(f"minikcp: no credentials under {root}; run `minikcp start` first", file=sys.stderr)
         return 1
-    creds = pki.ensure_credentials(root, [])
     base = args.server
     if not base:
         import yaml
 
         admin = yaml.safe_load((root / "admin.kubeconfig").read_text())
         base = next(c["cluster"]["server"] for c in admin["clusters"] if c["name"] == "base")
-    config = kubeconfigs.build(
-        creds, base_url=base.rstrip("/"), current=args.cluster, clusters=(args.cluster,)
-    )
+    base = base.rstrip("/")
+    if args.user:
+        groups = tuple(g.strip() for g in args.groups.split(",") if g.strip())
+        cert, key = pki.issue_client_certificate(root, args.user, groups, days=args.days)
+        config = kubeconfigs.build_for_user(
+            root / "ca.crt",
+            user=args.user,
+            cert_pem=cert,
+            key_pem=key,
+            base_url=base,
+            cluster=args.cluster,
+        )
+    else:
+        creds = pki.ensure_credentials(root, [])
+        config = kubeconfigs.build(
+            creds, base_url=base, current=args.cluster, clusters=(args.cluster,)
+        )
     if args.output:
         kubeconfigs.write(args.output, config)
     else:

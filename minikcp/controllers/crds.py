@@ -44,6 +44,10 @@ class CrdController:
                 except errors.StatusError as exc:
                     logger.warning("CRDs of %s: %s", cluster, exc.message)
                     failed.add(cluster)
+                except Exception:
+                    # One cluster's failure must not stop the others' CRDs (nor the server).
+                    logger.exception("CRDs of %s", cluster)
+                    failed.add(cluster)
             if failed:
                 await asyncio.sleep(_RETRY_SECONDS)
                 pending = failed | self._registry.crds.take_changed()

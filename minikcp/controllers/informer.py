@@ -154,6 +154,10 @@ class Informer:
             except errors.StatusError as exc:
                 logger.warning("watching %s failed (%s); listing again", self._rt.plural, exc)
                 await asyncio.sleep(self._retry_delay)
+            except Exception:
+                # A defect: say so loudly, and keep the informer (and the process) alive.
+                logger.exception("watching %s failed; listing again", self._rt.plural)
+                await asyncio.sleep(self._retry_delay)
 
     async def _relist(self) -> int:
         listing = await self._registry.store(self._rt).list(

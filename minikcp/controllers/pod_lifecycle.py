@@ -3,6 +3,7 @@
 A pod runs from its creation. It becomes Ready `ready_after` seconds later, never (a rollout
 that fails: its readiness probe never passes), or its containers crash from then on and restart
 with the kubelet's back-off (10 s doubling up to 5 min), showing CrashLoopBackOff in between.
+Which of these a pod does comes from the simulator's flags and per-object annotations.
 """
 
 from __future__ import annotations
@@ -19,6 +20,20 @@ NODE_NAME = "simulated-node"
 HOST_IP = "10.0.0.2"
 CRASH_BACKOFF = 10.0
 MAX_CRASH_BACKOFF = 300.0
+
+
+# Per-object options: on a Deployment, or on a pod template (then only pods of that template).
+READY_AFTER = "sim.minikcp.io/ready-after"  # seconds before a new pod becomes Ready
+FAIL_ROLLOUT = "sim.minikcp.io/fail-rollout"  # "true": pods never become Ready
+CRASH_LOOP = "sim.minikcp.io/crash-loop"  # "true": containers crash and restart with back-off
+
+
+@dataclass(frozen=True, slots=True)
+class SimulatorOptions:
+    rollout_delay: float = 2.0  # seconds from a pod's start until it is Ready
+    fail_rollouts: bool = False  # every pod stays unready: rollouts exceed their deadline
+    crash_pods: bool = False  # every container crash-loops
+    workers: int = 4
 
 
 class Behaviour(enum.Enum):
@@ -42,6 +57,47 @@ class State:
     ready: bool
     restarts: int = 0
     crashing: bool = False
+
+
+def _flag(value: str | None, default: bool) -> bool:
+    if value is None:
+        return default
+    return value.strip().lower() in ("true", "1", "yes")
+
+
+def _seconds(value: str | None, default: float) -> float:
+    if value is None:
+        return default
+    try:
+        seconds = float(value)
+    except ValueError:
+        return default
+    return seconds if seconds >= 0 else default
+
+
+def pod_plan(
+    pod: Mapping[str, Any], deployment: Mapping[str, Any], options: SimulatorOptions
+) -> Plan:
+    """How a pod behaves: its own (template's) annotations, then its Deployment's, then the
+    flags."""
+    sources = [
+        pod.get("metadata", {}).get("annotations") or {},
+        deployment.get("metadata", {}).get("annotations") or {},
+    ]
+
+    def pick(name: str) -> str | None:
+        for source in sources:
+            if name in source:
+                value = source[name]
+                return value if isinstance(value, str) else None
+        return None
+
+    delay = _seconds(pick(READY_AFTER), options.rollout_delay)
+    if _flag(pick(CRASH_LOOP), options.crash_pods):
+        return Plan(Behaviour.CRASH_LOOP, delay)
+    if _flag(pick(FAIL_ROLLOUT), options.fail_rollouts):
+        return Plan(Behaviour.NEVER_READY, delay)
+    return Plan(Behaviour.HEALTHY, delay)
 
 
 def crashes_by(elapsed: float) -> int:

@@ -18,6 +18,7 @@ from typing import Any
 import orjson
 
 from minikcp.apis import catalog, crds
+from minikcp.machinery import errors
 from minikcp.registry import keys, store
 from minikcp.registry.objects import RequestContext, StoredObject, WriteOptions
 from storage import errors as storage_errors
@@ -98,7 +99,11 @@ class CustomCatalogs:
         if self._revisions.get(key, 0) >= revision:
             return
         self._revisions[key] = revision
-        parsed = keys.parse_key(self.crd_type, key)
+        try:
+            parsed = keys.parse_key(self.crd_type, key)
+        except ValueError:
+            logger.warning("not a CRD key: %s", key)
+            return
         cluster = parsed.cluster
         found = self._crds.setdefault(cluster, {})
         if value is None:
@@ -219,3 +224,28 @@ class CrdStore(store.ResourceStore):
         updated = await super().guaranteed_update(ctx, namespace, name, mutate, opts, **kwargs)
         self._observe(ctx, updated, opts)
         return updated
+
+    async def delete(
+        self,
+        ctx: RequestContext,
+        namespace: str,
+        name: str,
+        options: Mapping[str, Any],
+        opts: WriteOptions,
+    ) -> tuple[StoredObject, bool]:
+        """As upstream, a CRD is never deleted before its objects: the cleanup finalizer is
+        put back on a CRD that lost it, so the CRD controller deletes them first."""
+        current = await self.get(ctx, namespace, name)
+        if not opts.dry_run and crds.CLEANUP_FINALIZER not in (
+            current.metadata.get("finalizers") or ()
+        ):
+
+            def with_finalizer(obj: dict[str, Any] | None) -> dict[str, Any]:
+                if obj is None:
+                    raise errors.not_found(self.rt.plural, name, group=self.rt.group)
+                meta = obj["metadata"]
+                meta["finalizers"] = [*(meta.get("finalizers") or ()), crds.CLEANUP_FINALIZER]
+                return obj
+
+            await self.guaranteed_update(ctx, namespace, name, with_finalizer, WriteOptions())
+        return await super().delete(ctx, namespace, name, options, opts)

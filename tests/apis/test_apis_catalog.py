@@ -138,10 +138,10 @@ def test_groups_in_upstream_order(builtin: Catalog) -> None:
     assert names.index("apps") < names.index("events.k8s.io") < names.index("batch")
     assert names.index("rbac.authorization.k8s.io") < names.index("apiextensions.k8s.io")
     assert names.index("apiextensions.k8s.io") < names.index("coordination.k8s.io")
-    kcp_groups = {"core.kcp.io", "tenancy.kcp.io"}
+    kcp_groups = {"core.kcp.io", "tenancy.kcp.io", "workload.kcp.io"}
     assert all(vs == ["v1"] for g, vs in builtin.groups() if g not in kcp_groups)
     # kcp's groups are CRD groups there: after every upstream group, by name.
-    assert names[-2:] == ["core.kcp.io", "tenancy.kcp.io"]
+    assert names[-3:] == ["core.kcp.io", "tenancy.kcp.io", "workload.kcp.io"]
 
 
 def test_resources_sorted_by_plural(builtin: Catalog) -> None:
@@ -161,7 +161,12 @@ def test_extended_adds_types_without_copying(builtin: Catalog) -> None:
     )
     assert ("example.com", ["v1", "v1beta1"]) in ext.groups()
     # CRD groups (and kcp's, CRD groups there) come last, by name.
-    assert [g for g, _ in ext.groups()][-3:] == ["core.kcp.io", "example.com", "tenancy.kcp.io"]
+    assert [g for g, _ in ext.groups()][-4:] == [
+        "core.kcp.io",
+        "example.com",
+        "tenancy.kcp.io",
+        "workload.kcp.io",
+    ]
     assert builtin.by_resource("example.com", "v1", "widgets") is None
     assert ext.owns_group_version("example.com", "v1")
     assert not ext.owns_group_version("apps", "v1")

@@ -201,6 +201,10 @@ def test_extended_catalog_shares_untouched_documents(builtin: Catalog) -> None:
     assert entries["widgets/status"]["verbs"] == ["get", "patch"]
     # CRD groups come after the upstream ones, by name (kcp's groups are CRD groups too).
     groups = orjson.loads(discovery.api_group_list(ext))["groups"]
-    assert [g["name"] for g in groups][-2:] == ["example.com", "tenancy.kcp.io"]
+    assert [g["name"] for g in groups][-3:] == ["example.com", "tenancy.kcp.io", "workload.kcp.io"]
     items = orjson.loads(discovery.aggregated(ext, legacy=False))["items"]
-    assert [i["metadata"]["name"] for i in items][-2:] == ["example.com", "tenancy.kcp.io"]
+    assert [i["metadata"]["name"] for i in items][-3:] == [
+        "example.com",
+        "tenancy.kcp.io",
+        "workload.kcp.io",
+    ]

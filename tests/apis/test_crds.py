@@ -264,6 +264,24 @@ SCHEMA = "spec.versions[0].schema.openAPIV3Schema"
             ),
         ),
         (
+            lambda b: _schema_of(b)["properties"]["spec"]["properties"]["replicas"].update(
+                default="x"
+            ),
+            (
+                f"{SCHEMA}.properties[spec].properties[replicas].default",
+                'Invalid value: "x": spec.replicas in body must be of type integer: "string"',
+            ),
+        ),
+        (
+            lambda b: _schema_of(b)["properties"]["spec"]["properties"]["tags"]["items"].update(
+                default=3
+            ),
+            (
+                f"{SCHEMA}.properties[spec].properties[tags].items.default",
+                'Invalid value: 3: spec.tags[0] in body must be of type string: "integer"',
+            ),
+        ),
+        (
             lambda b: b["spec"]["versions"][0]["subresources"]["scale"].update(
                 specReplicasPath=".replicas"
             ),

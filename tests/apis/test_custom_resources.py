@@ -159,7 +159,7 @@ def test_unknown_fields_are_found_and_pruned_but_not_where_preserved() -> None:
             "template": {
                 "apiVersion": "v1",
                 "kind": "Pod",
-                "metadata": {"name": "p"},
+                "metadata": {"name": "p", "x": 1},
                 "spec": {},
             },
             "ports": [{"name": "a", "weight": 2}],
@@ -169,6 +169,7 @@ def test_unknown_fields_are_found_and_pruned_but_not_where_preserved() -> None:
     )
     assert validation.unknown_fields(WIDGETS, obj) == [
         "spec.bogus",
+        "spec.template.metadata.x",
         "spec.ports[0].weight",
         "status.junk",
         "junk",

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from minikcp.controllers import pod_lifecycle as pl
-from minikcp.controllers import workload_simulator as ws
+from minikcp.controllers import replica_set_pass
 
 NOW = 1_800_000_000.0
 
@@ -93,34 +93,34 @@ def test_ready_keeps_its_transition_time_and_availability_waits_for_min_ready() 
 @pytest.mark.parametrize(
     ("pod_annotations", "deployment_annotations", "options", "expected"),
     [
-        ({}, {}, ws.SimulatorOptions(rollout_delay=3), pl.Plan(pl.Behaviour.HEALTHY, 3)),
-        ({}, {}, ws.SimulatorOptions(crash_pods=True), pl.Plan(pl.Behaviour.CRASH_LOOP, 2)),
-        ({}, {}, ws.SimulatorOptions(fail_rollouts=True), pl.Plan(pl.Behaviour.NEVER_READY, 2)),
+        ({}, {}, pl.SimulatorOptions(rollout_delay=3), pl.Plan(pl.Behaviour.HEALTHY, 3)),
+        ({}, {}, pl.SimulatorOptions(crash_pods=True), pl.Plan(pl.Behaviour.CRASH_LOOP, 2)),
+        ({}, {}, pl.SimulatorOptions(fail_rollouts=True), pl.Plan(pl.Behaviour.NEVER_READY, 2)),
         (
             {},
-            {ws.FAIL_ROLLOUT: "true", ws.READY_AFTER: "0.5"},
-            ws.SimulatorOptions(),
+            {pl.FAIL_ROLLOUT: "true", pl.READY_AFTER: "0.5"},
+            pl.SimulatorOptions(),
             pl.Plan(pl.Behaviour.NEVER_READY, 0.5),
         ),
         # The pod template's annotation wins over the Deployment's and over the flag.
         (
-            {ws.FAIL_ROLLOUT: "false"},
-            {ws.FAIL_ROLLOUT: "true"},
-            ws.SimulatorOptions(fail_rollouts=True),
+            {pl.FAIL_ROLLOUT: "false"},
+            {pl.FAIL_ROLLOUT: "true"},
+            pl.SimulatorOptions(fail_rollouts=True),
             pl.Plan(pl.Behaviour.HEALTHY, 2),
         ),
         # Nonsense falls back to the flag.
-        ({ws.READY_AFTER: "soon"}, {}, ws.SimulatorOptions(), pl.Plan(pl.Behaviour.HEALTHY, 2)),
-        ({ws.READY_AFTER: "-1"}, {}, ws.SimulatorOptions(), pl.Plan(pl.Behaviour.HEALTHY, 2)),
+        ({pl.READY_AFTER: "soon"}, {}, pl.SimulatorOptions(), pl.Plan(pl.Behaviour.HEALTHY, 2)),
+        ({pl.READY_AFTER: "-1"}, {}, pl.SimulatorOptions(), pl.Plan(pl.Behaviour.HEALTHY, 2)),
     ],
 )
 def test_pod_plan_precedence(
     pod_annotations: dict[str, str],
     deployment_annotations: dict[str, str],
-    options: ws.SimulatorOptions,
+    options: pl.SimulatorOptions,
     expected: pl.Plan,
 ) -> None:
-    got = ws.pod_plan(
+    got = pl.pod_plan(
         {"metadata": {"annotations": pod_annotations}},
         {"metadata": {"annotations": deployment_annotations}},
         options,
@@ -137,7 +137,7 @@ def test_replica_set_status_counts_ready_and_available_pods() -> None:
     ready_long = {"metadata": labelled, "status": pl.pod_status(pod(), pl.State(True), NOW - 60)}
     ready_now = {"metadata": labelled, "status": pl.pod_status(pod(), pl.State(True), NOW)}
     starting = {"metadata": {}, "status": pl.pod_status(pod(), pl.State(False), NOW)}
-    status = ws.replica_set_status(rs, [ready_long, ready_now, starting], NOW)
+    status = replica_set_pass.replica_set_status(rs, [ready_long, ready_now, starting], NOW)
     assert status == {
         "replicas": 3,
         "fullyLabeledReplicas": 2,
@@ -145,4 +145,7 @@ def test_replica_set_status_counts_ready_and_available_pods() -> None:
         "availableReplicas": 1,
         "observedGeneration": 2,
     }
-    assert ws.replica_set_status(rs, [], NOW) == {"replicas": 0, "observedGeneration": 2}
+    assert replica_set_pass.replica_set_status(rs, [], NOW) == {
+        "replicas": 0,
+        "observedGeneration": 2,
+    }

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from minikcp.controllers import deployment_conditions as conditions_module
 from minikcp.controllers import rollout
 
 NOW = 1_800_000_000.0
@@ -295,7 +296,7 @@ def stamp(offset: float) -> str:
             id="timed-out",
         ),
         pytest.param(
-            deployment(3, deadline=rollout.NO_PROGRESS_DEADLINE),
+            deployment(3, deadline=conditions_module.NO_PROGRESS_DEADLINE),
             [rs("web-n", 3, 3)],
             True,
             {
@@ -328,15 +329,17 @@ def test_deployment_status(
     expected_counts: dict[str, int],
     expected_conditions: dict[str, tuple[str, str]],
 ) -> None:
-    status = rollout.deployment_status(dep, sets, sets[0], NOW, created_new_rs=created)
+    status = conditions_module.deployment_status(dep, sets, sets[0], NOW, created_new_rs=created)
     counts = {k: v for k, v in status.items() if k != "conditions"}
     assert counts == expected_counts
     assert conditions(status) == expected_conditions
 
 
 def test_progressing_message_names_the_new_replica_set() -> None:
-    status = rollout.deployment_status(deployment(3), [rs("web-n", 3, 3)], rs("web-n", 3, 3), NOW)
-    progressing = rollout.condition(status, "Progressing")
+    status = conditions_module.deployment_status(
+        deployment(3), [rs("web-n", 3, 3)], rs("web-n", 3, 3), NOW
+    )
+    progressing = conditions_module.condition(status, "Progressing")
     assert progressing is not None
     assert progressing["message"] == 'ReplicaSet "web-n" has successfully progressed.'
 
@@ -351,23 +354,24 @@ def test_unchanged_conditions_keep_their_times() -> None:
         "lastTransitionTime": stamp(-100),
     }
     dep = deployment(3, status={"conditions": [before]})
-    status = rollout.deployment_status(dep, [rs("web-n", 3, 3)], rs("web-n", 3, 3), NOW)
-    assert rollout.condition(status, "Available") == before
+    status = conditions_module.deployment_status(dep, [rs("web-n", 3, 3)], rs("web-n", 3, 3), NOW)
+    assert conditions_module.condition(status, "Available") == before
     # A status whose inputs did not change is computed equal: no write.
     dep["status"] = status
     assert (
-        rollout.deployment_status(dep, [rs("web-n", 3, 3)], rs("web-n", 3, 3), NOW + 50) == status
+        conditions_module.deployment_status(dep, [rs("web-n", 3, 3)], rs("web-n", 3, 3), NOW + 50)
+        == status
     )
 
 
 def test_next_progress_check_is_the_deadline_after_the_last_progress() -> None:
     dep = deployment(3, deadline=10)
-    status = rollout.deployment_status(
+    status = conditions_module.deployment_status(
         dep, [rs("web-n", 3, 0)], rs("web-n", 3, 0), NOW, created_new_rs=True
     )
-    assert rollout.next_progress_check(dep, status, NOW) == pytest.approx(int(NOW) + 11)
-    done = rollout.deployment_status(dep, [rs("web-n", 3, 3)], rs("web-n", 3, 3), NOW)
-    assert rollout.next_progress_check(dep, done, NOW) is None
+    assert conditions_module.next_progress_check(dep, status, NOW) == pytest.approx(int(NOW) + 11)
+    done = conditions_module.deployment_status(dep, [rs("web-n", 3, 3)], rs("web-n", 3, 3), NOW)
+    assert conditions_module.next_progress_check(dep, done, NOW) is None
 
 
 @pytest.mark.parametrize(
@@ -401,16 +405,16 @@ def test_paused_replicas(
 def test_pausing_and_resuming_show_in_progressing() -> None:
     dep = deployment(3)
     sets = [rs("web-n", 3, 3)]
-    done = rollout.deployment_status(dep, sets, sets[0], NOW)
+    done = conditions_module.deployment_status(dep, sets, sets[0], NOW)
     dep["spec"]["paused"] = True
     dep["status"] = done
-    paused = rollout.deployment_status(dep, sets, sets[0], NOW + 1)
+    paused = conditions_module.deployment_status(dep, sets, sets[0], NOW + 1)
     assert conditions(paused)["Progressing"] == ("Unknown", "DeploymentPaused")
     # While paused nothing estimates progress, so nothing changes.
     dep["status"] = paused
-    assert rollout.deployment_status(dep, sets, sets[0], NOW + 900) == paused
+    assert conditions_module.deployment_status(dep, sets, sets[0], NOW + 900) == paused
     dep["spec"]["paused"] = False
-    resumed = rollout.deployment_status(dep, sets, sets[0], NOW + 901)
+    resumed = conditions_module.deployment_status(dep, sets, sets[0], NOW + 901)
     # Resumed, then at once complete again in the same computation.
     assert conditions(resumed)["Progressing"] == ("True", "NewReplicaSetAvailable")
     # A timed-out rollout is not overwritten by pausing.
@@ -427,5 +431,5 @@ def test_pausing_and_resuming_show_in_progressing() -> None:
         ]
     }
     dep["spec"]["paused"] = True
-    stuck = rollout.deployment_status(dep, [rs("web-n", 3)], rs("web-n", 3), NOW)
+    stuck = conditions_module.deployment_status(dep, [rs("web-n", 3)], rs("web-n", 3), NOW)
     assert conditions(stuck)["Progressing"] == ("False", "ProgressDeadlineExceeded")

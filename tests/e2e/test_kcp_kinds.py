@@ -14,7 +14,11 @@ def test_discovery_lists_kcp_kinds(kubectl: Kubectl) -> None:
     assert header.split()[:5] == ["NAME", "SHORTNAMES", "APIVERSION", "NAMESPACED", "KIND"]
     assert row.split()[:5] == ["workspaces", "ws", "tenancy.kcp.io/v1alpha1", "false", "Workspace"]
     out = kubectl("api-resources", "--categories=kcp", "-o", "name").stdout.split()
-    assert out == ["logicalclusters.core.kcp.io", "workspaces.tenancy.kcp.io"]
+    assert out == [
+        "logicalclusters.core.kcp.io",
+        "workspaces.tenancy.kcp.io",
+        "synctargets.workload.kcp.io",
+    ]
 
 
 def test_explain_has_kcp_descriptions(kubectl: Kubectl) -> None:

@@ -351,3 +351,52 @@ def test_versions_share_objects_and_defaults_apply_on_read(
     assert "replicas" not in as_v2["spec"]
     assert as_v1["spec"]["replicas"] == 1
     assert as_v1["metadata"]["uid"] == as_v2["metadata"]["uid"]
+
+
+def test_wildcard_watch_follows_custom_resources_of_every_cluster(
+    server: ServerProcess, kubectl: Kubectl
+) -> None:
+    other = Kubectl(server, kubectl.cluster + "w")
+    _established(kubectl)
+    _established(other)
+    code, listing = _status(server, "GET", "/clusters/*/apis/example.com/v1/widgets")
+    assert code == 200
+    rv = listing["metadata"]["resourceVersion"]
+    kubectl("apply", "-f", "-", input=widget("a", {"size": "small"}))
+    other("apply", "-f", "-", input=widget("b", {"size": "large"}))
+    code, _, raw = server.request(
+        "GET",
+        f"/clusters/*/apis/example.com/v1/widgets?watch=true&resourceVersion={rv}&timeoutSeconds=1",
+    )
+    assert code == 200
+    seen = {
+        (e["object"]["metadata"]["annotations"]["kcp.io/cluster"], e["object"]["metadata"]["name"])
+        for e in (json.loads(line) for line in raw.splitlines() if line.strip())
+        if e["type"] == "ADDED"
+    }
+    assert {(kubectl.cluster, "a"), (other.cluster, "b")} <= seen
+    # Writes through the wildcard are refused: it is for lists and watches.
+    code, _ = _status(
+        server,
+        "POST",
+        "/clusters/*/apis/example.com/v1/namespaces/default/widgets",
+        json.loads(widget("c", {"size": "small"})),
+    )
+    assert code == 405
+
+
+def test_server_side_apply_merges_list_map_entries_of_two_managers(
+    server: ServerProcess, kubectl: Kubectl
+) -> None:
+    _established(kubectl)
+    first = widget("s", {"size": "small", "ports": [{"name": "http", "number": 80}]})
+    second = widget("s", {"size": "small", "ports": [{"name": "metrics", "number": 9090}]})
+    kubectl("apply", "--server-side", "--field-manager=one", "-f", "-", input=first)
+    kubectl("apply", "--server-side", "--field-manager=two", "-f", "-", input=second)
+    ports = kubectl.get("widget", "s")["spec"]["ports"]
+    assert ports == [{"name": "http", "number": 80}, {"name": "metrics", "number": 9090}]
+    changed = widget("s", {"size": "large", "ports": [{"name": "metrics", "number": 9091}]})
+    conflict = kubectl.fails(
+        "apply", "--server-side", "--field-manager=two", "-f", "-", input=changed
+    )
+    assert "conflict" in conflict.stderr.lower() and ".spec.size" in conflict.stderr

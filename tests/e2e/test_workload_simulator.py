@@ -277,3 +277,89 @@ def test_a_pod_deleted_by_hand_is_replaced(kubectl: Kubectl) -> None:
 
     eventually(replaced)
     kubectl("rollout", "status", "deployment/healing", "--timeout=30s")
+
+
+def test_a_taken_replica_set_name_counts_a_collision(
+    sim_server: server_process.ServerProcess, kubectl: Kubectl
+) -> None:
+    kubectl("create", "deployment", "twin", "--image=nginx", "--replicas=1")
+    kubectl("rollout", "status", "deployment/twin", "--timeout=30s")
+    (first,) = items(kubectl, "replicasets", "app=twin")
+    taken = first["metadata"]["name"]
+    # Another logical cluster: the same template hashes the same, and the name is taken there.
+    other = Kubectl(sim_server, kubectl.cluster + "-other")
+    squatter = {
+        "apiVersion": "apps/v1",
+        "kind": "ReplicaSet",
+        "metadata": {"name": taken},
+        "spec": {
+            "replicas": 0,
+            "selector": {"matchLabels": {"squatter": "yes"}},
+            "template": {
+                "metadata": {"labels": {"squatter": "yes"}},
+                "spec": {"containers": [{"name": "c", "image": "busybox"}]},
+            },
+        },
+    }
+    other("apply", "-f", "-", input=json.dumps(squatter))
+    other("create", "deployment", "twin", "--image=nginx", "--replicas=1")
+    other("rollout", "status", "deployment/twin", "--timeout=30s")
+    assert other.get("deployment", "twin")["status"]["collisionCount"] == 1
+    (mine,) = items(other, "replicasets", "app=twin")
+    assert mine["metadata"]["name"] != taken
+    assert owner(mine)["name"] == "twin"
+    # The squatter is left alone.
+    assert "ownerReferences" not in other.get("replicaset", taken)["metadata"]
+
+
+def test_replica_sets_and_pods_of_no_deployment_run_too(kubectl: Kubectl) -> None:
+    standalone = {
+        "apiVersion": "apps/v1",
+        "kind": "ReplicaSet",
+        "metadata": {"name": "alone"},
+        "spec": {
+            "replicas": 2,
+            "selector": {"matchLabels": {"app": "alone"}},
+            "template": {
+                "metadata": {"labels": {"app": "alone"}},
+                "spec": {"containers": [{"name": "c", "image": "busybox"}]},
+            },
+        },
+    }
+    kubectl("apply", "-f", "-", input=json.dumps(standalone))
+    kubectl("run", "bare", "--image=nginx", "--labels=app=bare")
+    out = kubectl(
+        "wait", "--for=condition=Ready", "pod", "-l", "app in (alone, bare)", "--timeout=30s"
+    ).stdout
+    assert out.count("condition met") == 3
+    rs = kubectl.get("replicaset", "alone")
+    assert (rs["status"]["replicas"], rs["status"]["readyReplicas"]) == (2, 2)
+    assert {owner(p)["uid"] for p in items(kubectl, "pods", "app=alone")} == {rs["metadata"]["uid"]}
+    kubectl("scale", "replicaset/alone", "--replicas=1")
+    eventually(lambda: len(items(kubectl, "pods", "app=alone")) == 1)
+    # Deleting the ReplicaSet deletes its pods (the garbage collector's job).
+    kubectl("delete", "replicaset", "alone")
+    eventually(lambda: not items(kubectl, "pods", "app=alone"))
+    assert kubectl.get("pod", "bare")["status"]["phase"] == "Running"
+
+
+def test_a_replica_set_deleted_by_hand_comes_back_with_new_pods(kubectl: Kubectl) -> None:
+    kubectl("create", "deployment", "phoenix", "--image=nginx", "--replicas=2")
+    kubectl("rollout", "status", "deployment/phoenix", "--timeout=30s")
+    (before,) = items(kubectl, "replicasets", "app=phoenix")
+    old_pods = {p["metadata"]["name"] for p in items(kubectl, "pods", "app=phoenix")}
+    kubectl("delete", "replicaset", before["metadata"]["name"])
+
+    def replaced() -> bool:
+        sets = items(kubectl, "replicasets", "app=phoenix")
+        pods = items(kubectl, "pods", "app=phoenix")
+        return (
+            len(sets) == 1
+            and sets[0]["metadata"]["uid"] != before["metadata"]["uid"]
+            and len(pods) == 2
+            and not old_pods & {p["metadata"]["name"] for p in pods}
+            and all(owner(p)["uid"] == sets[0]["metadata"]["uid"] for p in pods)
+        )
+
+    eventually(replaced)
+    kubectl("rollout", "status", "deployment/phoenix", "--timeout=30s")

@@ -135,3 +135,19 @@ async def test_deleting_a_crd_deletes_its_objects_in_its_cluster_only(
 
 def _list_all() -> list_options.ListOptions:
     return list_options.parse_list_options({})
+
+
+async def test_a_crd_that_lost_its_finalizer_still_takes_its_objects_along(
+    reg: registry.Registry,
+) -> None:
+    await _crd_store(reg).create(A, "", json.loads(crd()), OPTS)
+    rt = await _until(lambda: reg.catalog_for("a").resolve("example.com", "", "widgets"))
+    await reg.store(rt).create(A, "default", json.loads(widget("w", {"size": "small"})), OPTS)
+    await _crd_store(reg).guaranteed_update(
+        A, "", "widgets.example.com", _with(("metadata", "finalizers"), []), OPTS
+    )
+    assert not (await _crd_store(reg).get(A, "", "widgets.example.com")).metadata.get("finalizers")
+    _, deleted_now = await _crd_store(reg).delete(A, "", "widgets.example.com", {}, OPTS)
+    assert not deleted_now  # the cleanup finalizer holds it until the objects are gone
+    await _until(lambda: not reg.crds.crds_in("a"))
+    assert (await reg.storage.range(keys.list_prefix(rt, "a"))).items == []

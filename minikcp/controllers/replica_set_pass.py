@@ -1,0 +1,125 @@
+"""The ReplicaSet controller and the kubelet for one ReplicaSet, or the kubelet for one pod.
+
+A ReplicaSet gets pods of its template to its size (extra ones go: not ready first, then the
+newest), each pod's status moves along its plan (`pod_lifecycle`), and the ReplicaSet's status
+counts them. Pods of an earlier ReplicaSet of the same name are removed, as the garbage
+collector would.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from minikcp.controllers import pod_lifecycle, rollout
+from minikcp.controllers.workload_objects import WorkloadObjects
+from minikcp.registry.objects import RequestContext, StoredObject
+
+
+@dataclass(slots=True)
+class Outcome:
+    """What a pass left: the object as now stored, how many writes, when to look again."""
+
+    obj: Mapping[str, Any]
+    writes: int = 0
+    next_at: float | None = None
+
+    def due(self, at: float | None) -> None:
+        if at is not None and (self.next_at is None or at < self.next_at):
+            self.next_at = at
+
+
+def replica_set_status(
+    rs: Mapping[str, Any], pods: list[Mapping[str, Any]], now: float
+) -> dict[str, Any]:
+    """The ReplicaSet controller's status from its pods (zero counts left out but replicas)."""
+    min_ready = rs.get("spec", {}).get("minReadySeconds", 0) or 0
+    template_labels = rs.get("spec", {}).get("template", {}).get("metadata", {}).get("labels") or {}
+    status: dict[str, Any] = {"replicas": len(pods)}
+    counts = {
+        "fullyLabeledReplicas": sum(
+            1
+            for p in pods
+            if template_labels.items() <= (p.get("metadata", {}).get("labels") or {}).items()
+        ),
+        "readyReplicas": sum(1 for p in pods if pod_lifecycle.is_ready(p)),
+        "availableReplicas": sum(1 for p in pods if pod_lifecycle.is_available(p, min_ready, now)),
+        "observedGeneration": rs.get("metadata", {}).get("generation", 0),
+    }
+    status.update({k: v for k, v in counts.items() if v})
+    return status
+
+
+def deletion_order(pods: list[StoredObject]) -> list[StoredObject]:
+    """Pods to remove first: not ready ones, then the newest (as the ReplicaSet controller)."""
+    newest_first = sorted(
+        pods,
+        key=lambda p: (p.metadata.get("creationTimestamp", ""), p.metadata.get("name", "")),
+        reverse=True,
+    )
+    return sorted(newest_first, key=lambda p: pod_lifecycle.is_ready(p.view()))
+
+
+async def advance_pod(
+    objects: WorkloadObjects,
+    options: pod_lifecycle.SimulatorOptions,
+    ctx: RequestContext,
+    pod: Mapping[str, Any],
+    deployment: Mapping[str, Any],
+    now: float,
+) -> Outcome:
+    """The kubelet: the pod's status to the state its plan gives it now."""
+    outcome = Outcome(pod)
+    plan = pod_lifecycle.pod_plan(pod, deployment, options)
+    state, next_change = pod_lifecycle.desired_state(plan, objects.started(pod), now)
+    outcome.due(next_change)
+    if pod_lifecycle.current_state(pod) != state:
+        status = pod_lifecycle.pod_status(pod, state, now)
+        outcome.obj = (await objects.write_status("pods", ctx, pod, status)).view()
+        outcome.writes += 1
+    return outcome
+
+
+async def sync_replica_set(
+    objects: WorkloadObjects,
+    options: pod_lifecycle.SimulatorOptions,
+    ctx: RequestContext,
+    rs: Mapping[str, Any],
+    deployment: Mapping[str, Any],
+    now: float,
+) -> Outcome:
+    """Pods to the ReplicaSet's size, each pod's status to its plan, then the RS status."""
+    outcome = Outcome(rs)
+    for stale in objects.stale_pods_of(ctx.cluster, rs):
+        await objects.delete_pod(ctx, stale.view())
+        outcome.writes += 1
+    pods = [p for p in objects.pods_of(ctx.cluster, rs) if not p.metadata.get("deletionTimestamp")]
+    want = rollout.replicas(rs)
+    if len(pods) > want:
+        extra = deletion_order(pods)[: len(pods) - want]
+        for pod in extra:
+            await objects.delete_pod(ctx, pod.view())
+            outcome.writes += 1
+        doomed = {id(p) for p in extra}
+        pods = [p for p in pods if id(p) not in doomed]
+    for _ in range(want - len(pods)):
+        pods.append(await objects.create_pod(ctx, rs))
+        outcome.writes += 1
+    views: list[Mapping[str, Any]] = []
+    for pod in pods:
+        advanced = await advance_pod(objects, options, ctx, pod.view(), deployment, now)
+        outcome.writes += advanced.writes
+        outcome.due(advanced.next_at)
+        views.append(advanced.obj)
+    min_ready = rs.get("spec", {}).get("minReadySeconds", 0) or 0
+    if min_ready and any(
+        pod_lifecycle.is_ready(v) and not pod_lifecycle.is_available(v, min_ready, now)
+        for v in views
+    ):
+        outcome.due(now + 1.0)
+    status = replica_set_status(rs, views, now)
+    if status != (rs.get("status") or {}):
+        outcome.obj = (await objects.write_status("replicasets", ctx, rs, status)).view()
+        outcome.writes += 1
+    return outcome

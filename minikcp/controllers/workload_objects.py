@@ -1,0 +1,241 @@
+"""The Deployments, ReplicaSets and Pods the workload simulator works on, in every logical
+cluster: three informers to read them from memory, and the writes, which go through the
+registry's ordinary create, update, status and delete paths and are recorded in the informers
+at once (so the next pass sees them, and their watch events wake nobody)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from minikcp.controllers import informer, pod_lifecycle, rollout
+from minikcp.machinery import errors
+from minikcp.registry import registry
+from minikcp.registry import store as generic_store
+from minikcp.registry.objects import RequestContext, StoredObject, WriteOptions
+
+_CONTROLLER = WriteOptions(field_manager="kube-controller-manager")
+_KUBELET = WriteOptions(field_manager="kubelet")
+
+
+class WorkloadObjects:
+    def __init__(
+        self,
+        reg: registry.Registry,
+        *,
+        on_deployment: informer.ChangeHandler,
+        on_replica_set: informer.ChangeHandler,
+        on_pod: informer.ChangeHandler,
+    ) -> None:
+        types = reg.catalog
+        deployments = types.by_resource("apps", "v1", "deployments")
+        replica_sets = types.by_resource("apps", "v1", "replicasets")
+        pods = types.by_resource("", "v1", "pods")
+        assert deployments is not None and replica_sets is not None and pods is not None
+        self._deployments = reg.store(deployments)
+        self._replica_sets = reg.store(replica_sets)
+        self._pods = reg.store(pods)
+        self.deployment_informer = informer.Informer(
+            reg, deployments, owner_kind="", on_change=on_deployment
+        )
+        self.rs_informer = informer.Informer(
+            reg, replica_sets, owner_kind="Deployment", on_change=on_replica_set
+        )
+        self.pod_informer = informer.Informer(reg, pods, owner_kind="ReplicaSet", on_change=on_pod)
+        # When pods this process created started: more precise than whole-second timestamps.
+        self._started: dict[str, float] = {}
+
+    # -- reads ----------------------------------------------------------------------------------
+
+    async def find_deployment(
+        self, ctx: RequestContext, namespace: str, name: str
+    ) -> StoredObject | None:
+        return await self._deployments.find(ctx, namespace, name)
+
+    async def find_replica_set(
+        self, ctx: RequestContext, namespace: str, name: str
+    ) -> Mapping[str, Any] | None:
+        """The ReplicaSet as stored now (not as cached)."""
+        found = await self._replica_sets.find(ctx, namespace, name)
+        if found is None:
+            return None
+        self.rs_informer.record(found)
+        return found.view()
+
+    async def find_pod(self, ctx: RequestContext, namespace: str, name: str) -> StoredObject | None:
+        found = await self._pods.find(ctx, namespace, name)
+        if found is not None:
+            self.pod_informer.record(found)
+        return found
+
+    def replica_sets_of(self, cluster: str, namespace: str, deployment: str) -> list[StoredObject]:
+        return self.rs_informer.owned_by(cluster, namespace, deployment)
+
+    def pods_of(self, cluster: str, rs: Mapping[str, Any]) -> list[StoredObject]:
+        """The pods this very ReplicaSet (by uid) controls."""
+        return [p for p in self._pods_named_after(cluster, rs) if _controlled_by(p, rs)]
+
+    def stale_pods_of(self, cluster: str, rs: Mapping[str, Any]) -> list[StoredObject]:
+        """Pods of an earlier ReplicaSet of the same name (deleted and created again)."""
+        return [p for p in self._pods_named_after(cluster, rs) if not _controlled_by(p, rs)]
+
+    def _pods_named_after(self, cluster: str, rs: Mapping[str, Any]) -> list[StoredObject]:
+        meta = rs["metadata"]
+        return self.pod_informer.owned_by(cluster, meta.get("namespace", ""), meta["name"])
+
+    def started(self, pod: Mapping[str, Any]) -> float:
+        meta = pod.get("metadata", {})
+        known = self._started.get(meta.get("uid", ""))
+        if known is not None:
+            return known
+        return rollout.parse_time(meta.get("creationTimestamp", "")) or time.time()
+
+    def forget_pod(self, uid: str) -> None:
+        self._started.pop(uid, None)
+
+    # -- writes -------------------------------------------------------------------------------
+
+    async def create_replica_set(self, ctx: RequestContext, body: dict[str, Any]) -> StoredObject:
+        created = await self._replica_sets.create(
+            ctx, body["metadata"]["namespace"], body, _CONTROLLER
+        )
+        self.rs_informer.record(created)
+        return created
+
+    async def update_replica_set(
+        self,
+        ctx: RequestContext,
+        rs: Mapping[str, Any],
+        size: int,
+        annotations: Mapping[str, str],
+    ) -> StoredObject:
+        meta = rs["metadata"]
+
+        def mutate(current: dict[str, Any] | None) -> dict[str, Any]:
+            if current is None:
+                raise errors.not_found("replicasets", meta["name"], group="apps")
+            current["spec"]["replicas"] = size
+            current["metadata"]["annotations"] = {
+                **(current["metadata"].get("annotations") or {}),
+                **annotations,
+            }
+            return current
+
+        updated = await self._replica_sets.guaranteed_update(
+            ctx, meta["namespace"], meta["name"], mutate, _CONTROLLER
+        )
+        self.rs_informer.record(updated)
+        return updated
+
+    async def write_status(
+        self,
+        kind: str,
+        ctx: RequestContext,
+        obj: Mapping[str, Any],
+        status: dict[str, Any],
+    ) -> StoredObject:
+        """Write `status` through the status subresource, if `obj` is still the stored version."""
+        store = {"pods": self._pods, "replicasets": self._replica_sets}.get(kind, self._deployments)
+        meta = obj["metadata"]
+        expected = meta.get("resourceVersion", "")
+
+        def mutate(current: dict[str, Any] | None) -> dict[str, Any]:
+            if current is None:
+                raise errors.not_found(kind, meta["name"])
+            current["status"] = status
+            current["metadata"]["resourceVersion"] = expected
+            return current
+
+        opts = _KUBELET if kind == "pods" else _CONTROLLER
+        written = await store.guaranteed_update(
+            ctx, meta["namespace"], meta["name"], mutate, opts, subresource="status"
+        )
+        {
+            "pods": self.pod_informer,
+            "replicasets": self.rs_informer,
+            "deployments": self.deployment_informer,
+        }[kind].record(written)
+        return written
+
+    async def update_deployment_revision(
+        self, ctx: RequestContext, deployment: Mapping[str, Any], value: str
+    ) -> StoredObject:
+        meta = deployment["metadata"]
+        expected = meta.get("resourceVersion", "")
+
+        def mutate(current: dict[str, Any] | None) -> dict[str, Any]:
+            if current is None:
+                raise errors.not_found("deployments", meta["name"], group="apps")
+            annotations = current["metadata"].get("annotations") or {}
+            annotations[rollout.REVISION] = value
+            current["metadata"]["annotations"] = annotations
+            current["metadata"]["resourceVersion"] = expected
+            return current
+
+        written = await self._deployments.guaranteed_update(
+            ctx, meta["namespace"], meta["name"], mutate, _CONTROLLER
+        )
+        self.deployment_informer.record(written)
+        return written
+
+    async def create_pod(self, ctx: RequestContext, rs: Mapping[str, Any]) -> StoredObject:
+        """A pod of the ReplicaSet's template, on the simulated node."""
+        meta = rs["metadata"]
+        template = rs.get("spec", {}).get("template", {})
+        template_meta = template.get("metadata") or {}
+        pod_meta: dict[str, Any] = {
+            "generateName": f"{meta['name']}-",
+            "namespace": meta["namespace"],
+            "labels": dict(template_meta.get("labels") or {}),
+            "ownerReferences": [rollout.controller_ref(rs)],
+        }
+        if template_meta.get("annotations"):
+            pod_meta["annotations"] = dict(template_meta["annotations"])
+        spec = dict(template.get("spec") or {})
+        spec["nodeName"] = pod_lifecycle.NODE_NAME
+        body = {"apiVersion": "v1", "kind": "Pod", "metadata": pod_meta, "spec": spec}
+        created = await self._pods.create(ctx, meta["namespace"], body, _CONTROLLER)
+        self._started[created.metadata.get("uid", "")] = time.time()
+        self.pod_informer.record(created)
+        return created
+
+    async def delete_pod(self, ctx: RequestContext, pod: Mapping[str, Any]) -> None:
+        meta = pod["metadata"]
+        await self._delete(self._pods, self.pod_informer, ctx, meta)
+
+    async def _delete(
+        self,
+        store: generic_store.ResourceStore,
+        cache: informer.Informer,
+        ctx: RequestContext,
+        meta: Mapping[str, Any],
+    ) -> None:
+        key = (ctx.cluster, meta.get("namespace", ""), meta.get("name", ""))
+        try:
+            deleted, _ = await store.delete(
+                ctx,
+                key[1],
+                key[2],
+                {"preconditions": {"uid": meta.get("uid", "")}},
+                WriteOptions(),
+            )
+        except errors.StatusError as exc:
+            if exc.code in (404, 409):
+                # Gone already, or replaced by a new object of the same name: not ours to delete.
+                cache.record_deleted(key, 0)
+                return
+            raise
+        cache.record_deleted(key, deleted.revision)
+
+    async def delete_replica_set(self, ctx: RequestContext, rs: Mapping[str, Any]) -> None:
+        """Delete a ReplicaSet and its pods (what the garbage collector would do)."""
+        meta = rs["metadata"]
+        for pod in self.pods_of(ctx.cluster, rs) + self.stale_pods_of(ctx.cluster, rs):
+            await self.delete_pod(ctx, pod.view())
+        await self._delete(self._replica_sets, self.rs_informer, ctx, meta)
+
+
+def _controlled_by(pod: StoredObject, rs: Mapping[str, Any]) -> bool:
+    ref = rollout.controller_of(pod.view())
+    return ref is not None and ref.get("uid") == rs["metadata"].get("uid")

@@ -1,0 +1,186 @@
+"""An async client of one physical cluster: keep-alive, client-side rate limit, typed errors.
+
+The rate limit is a token bucket (kcp's syncer defaults: 20 requests/s, bursts of 30), so a
+backlog after an outage reaches the cluster at a pace it can take.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+import aiohttp
+import orjson
+
+from minikcp.syncer import kubeconfig
+
+logger = logging.getLogger(__name__)
+
+APPLY_PATCH = "application/apply-patch+yaml"
+
+
+class DownstreamError(Exception):
+    """The cluster answered with an error Status."""
+
+    def __init__(self, code: int, reason: str, message: str) -> None:
+        super().__init__(f"{code} {reason}: {message}")
+        self.code = code
+        self.reason = reason
+        self.message = message
+
+
+class Unreachable(Exception):
+    """No answer from the cluster (connection refused, reset, timeout, TLS failure)."""
+
+
+class TokenBucket:
+    def __init__(self, qps: float, burst: int) -> None:
+        self.qps = qps
+        self.burst = max(burst, 1)
+        self._tokens = float(self.burst)
+        self._stamp = time.monotonic()
+        self._lock = asyncio.Lock()
+
+    async def acquire(self) -> None:
+        async with self._lock:
+            while True:
+                now = time.monotonic()
+                self._tokens = min(self.burst, self._tokens + (now - self._stamp) * self.qps)
+                self._stamp = now
+                if self._tokens >= 1:
+                    self._tokens -= 1
+                    return
+                await asyncio.sleep((1 - self._tokens) / self.qps)
+
+
+class DownstreamClient:
+    def __init__(
+        self,
+        conn: kubeconfig.Connection,
+        *,
+        qps: float = 20.0,
+        burst: int = 30,
+        timeout: float = 10.0,
+    ) -> None:
+        self.conn = conn
+        self.timeout = timeout
+        self.limiter = TokenBucket(qps, burst)
+        self.requests = 0  # requests sent, for metrics and benchmarks
+        self.writes = 0  # create, apply, update and delete requests
+        self._session: aiohttp.ClientSession | None = None
+
+    def _sess(self) -> aiohttp.ClientSession:
+        if self._session is None or self._session.closed:
+            self._session = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(ssl=self.conn.ssl, limit=16, keepalive_timeout=60),
+                json_serialize=lambda o: orjson.dumps(o).decode(),
+            )
+        return self._session
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, str] | None = None,
+        body: Any = None,
+        content_type: str = "application/json",
+        timeout: float | None = None,
+    ) -> dict[str, Any]:
+        """One request; returns the decoded body, raises DownstreamError or Unreachable."""
+        await self.limiter.acquire()
+        self.requests += 1
+        if method != "GET":
+            self.writes += 1
+        data = orjson.dumps(body) if body is not None else None
+        raw, status = b"", 0
+        for attempt in (0, 1):
+            headers = dict(await self._auth(refresh=attempt == 1))
+            if data is not None:
+                headers["Content-Type"] = content_type
+            headers["Accept"] = "application/json"
+            try:
+                async with self._sess().request(
+                    method,
+                    self.conn.server + path,
+                    params=params,
+                    data=data,
+                    headers=headers,
+                    timeout=aiohttp.ClientTimeout(total=timeout or self.timeout),
+                    server_hostname=self.conn.server_name,
+                ) as resp:
+                    raw = await resp.read()
+                    status = resp.status
+            except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+                raise Unreachable(f"{method} {path}: {str(exc) or type(exc).__name__}") from None
+            if status == 401 and attempt == 0 and self.conn.exec_config is not None:
+                continue  # exec credentials may have expired early: fetch them once more
+            break
+        decoded = _decode(raw)
+        if status >= 400:
+            raise DownstreamError(
+                status,
+                str(decoded.get("reason", "")) if isinstance(decoded, dict) else "",
+                str(decoded.get("message", raw[:200])) if isinstance(decoded, dict) else "",
+            )
+        return decoded if isinstance(decoded, dict) else {}
+
+    async def _auth(self, *, refresh: bool) -> dict[str, str]:
+        try:
+            return await self.conn.auth_headers(refresh=refresh)
+        except kubeconfig.KubeconfigError as exc:
+            raise Unreachable(str(exc)) from None
+
+    async def watch(
+        self, path: str, params: Mapping[str, str], *, timeout: float
+    ) -> AsyncIterator[dict[str, Any]]:
+        """The events of one watch request (raises Unreachable or DownstreamError)."""
+        await self.limiter.acquire()
+        self.requests += 1
+        headers = dict(await self._auth(refresh=False))
+        headers["Accept"] = "application/json"
+        query = {**params, "watch": "true", "timeoutSeconds": str(int(timeout))}
+        try:
+            async with self._sess().get(
+                self.conn.server + path,
+                params=query,
+                headers=headers,
+                timeout=aiohttp.ClientTimeout(
+                    total=None, sock_connect=self.timeout, sock_read=timeout + 30
+                ),
+                server_hostname=self.conn.server_name,
+            ) as resp:
+                if resp.status >= 400:
+                    decoded = _decode(await resp.read())
+                    raise DownstreamError(
+                        resp.status,
+                        str(decoded.get("reason", "")) if isinstance(decoded, dict) else "",
+                        str(decoded.get("message", "")) if isinstance(decoded, dict) else "",
+                    )
+                while True:
+                    line = await resp.content.readline()
+                    if not line:
+                        return
+                    if line.strip():
+                        event = orjson.loads(line)
+                        if isinstance(event, dict):
+                            yield event
+        except (aiohttp.ClientError, TimeoutError, OSError, orjson.JSONDecodeError) as exc:
+            raise Unreachable(f"watch {path}: {str(exc) or type(exc).__name__}") from None
+
+
+def _decode(raw: bytes) -> Any:
+    if not raw:
+        return {}
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return {"message": raw[:200].decode(errors="replace")}

@@ -1,0 +1,375 @@
+"""Reconciling one upstream object with one sync target (level-triggered, idempotent).
+
+Upstream (the registry, read in-process) is the truth; a downstream object is deleted only when
+storage says the upstream object is gone, deleting, or no longer placed on the target; never
+because a list failed or a connection dropped. Writes downstream are server-side applies under
+one field manager, skipped when the object already holds what we would write.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+import time
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+from minikcp.machinery import errors
+from minikcp.registry import registry as upstream_registry
+from minikcp.registry import store as upstream_store
+from minikcp.registry.objects import RequestContext, WriteOptions
+from minikcp.syncer import aggregate, placement, replicas, resources, translate
+from minikcp.syncer import client as downstream
+from minikcp.syncer.target import ItemKey, TargetWorker
+
+logger = logging.getLogger(__name__)
+
+DEPLOYMENTS = "deployments.apps"
+WRITE = WriteOptions(field_manager=translate.FIELD_MANAGER)
+
+
+class Context(Protocol):
+    registry: upstream_registry.Registry
+
+    def candidates(self, cluster: str) -> list[placement.Candidate]: ...
+
+    def worker(self, cluster: str, name: str) -> TargetWorker | None: ...
+
+
+async def placed_targets(ctx: Context, cluster: str, namespace: str) -> list[str]:
+    rctx = RequestContext(cluster=cluster)
+    ns = await ctx.registry.namespaces.find(rctx, "", namespace)
+    if ns is None or ns.metadata.get("deletionTimestamp"):
+        return []
+    meta = ns.metadata
+    return placement.placed_on(
+        namespace, meta.get("labels"), meta.get("annotations"), ctx.candidates(cluster)
+    )
+
+
+async def reconcile(ctx: Context, w: TargetWorker, key: ItemKey) -> float | None:
+    """Bring the target in line with the upstream object; returns seconds to look again, or None."""
+    resource, cluster, namespace, name = key
+    synced = w.synced.get(resource)
+    if synced is None:
+        return None
+    rstore = ctx.registry.store(synced.rt)
+    rctx = RequestContext(cluster=cluster)
+    upstream = await rstore.find(rctx, namespace, name)  # a storage error raises: retried
+    dns = translate.downstream_namespace(w.ref, cluster, namespace)
+    cache = w.informers[resource]
+    live = cache.get(dns, name)
+    if upstream is None:
+        # Gone without waiting for us (its namespace or logical cluster was removed at once).
+        w.errors.pop(key, None)
+        if live is not None:
+            w.require_ready()
+            await _delete(w, synced, dns, name, live)
+        w.leftovers.discard(key)
+        return None
+    obj = upstream.view()
+    meta = obj["metadata"]
+    placed = await placed_targets(ctx, cluster, namespace)
+    wanted = (
+        w.name in placed
+        and not meta.get("deletionTimestamp")
+        and not w.deleting
+        and not translate.never_synced(synced.rt.plural, obj)
+        and w.health.compatible.get(resource, True)
+    )
+    if live is not None and _upstream_uid(live) not in ("", meta.get("uid")):
+        # Left from an earlier object of the same name: it goes before the new one is written.
+        w.require_ready()
+        await _delete(w, synced, dns, name, live)
+        return 1.0
+    if not wanted:
+        result = await _withdraw(ctx, w, key, synced, obj, live, dns)
+        if resource == DEPLOYMENTS and not w.deleting:
+            await status_up(ctx, cluster, namespace, name)
+        return result
+    obj = await _prepare_upstream(ctx, w, synced, rctx, obj, placed)
+    if not w.health.ready and resource == DEPLOYMENTS:
+        await status_up(ctx, cluster, namespace, name)  # it shows the target as unreachable
+    w.require_ready()
+    await _ensure_namespace(w, cluster, namespace, dns)
+    share = None
+    if resource == DEPLOYMENTS:
+        split = replicas.decode(
+            obj["metadata"].get("annotations", {}).get(translate.SPLIT_ANNOTATION)
+        )
+        share = (split or {}).get(w.name, 0)
+    desired = translate.downstream_object(synced.rt.plural, obj, w.ref, cluster, replicas=share)
+    path = synced.object_path(dns, name)
+    if live is None:
+        try:
+            live = await w.client.request("GET", path)
+        except downstream.DownstreamError as exc:
+            if exc.code != 404:
+                raise
+            live = None
+        if live is not None and not translate.is_owned(live, w.ref):
+            # Never overwrite what minikcp did not create; look again now and then.
+            w.errors[key] = f"{synced.rt.kind} {dns}/{name} exists downstream and is not ours"
+            if resource == DEPLOYMENTS:
+                await status_up(ctx, cluster, namespace, name)
+            return 30.0
+    if translate.needs_apply(desired, live):
+        written = await w.client.request(
+            "PATCH",
+            path,
+            params={"fieldManager": translate.FIELD_MANAGER, "force": "true"},
+            body=desired,
+            content_type=downstream.APPLY_PATCH,
+        )
+        if written.get("metadata"):
+            cache.cache[(dns, name)] = written
+    w.errors.pop(key, None)
+    if resource == DEPLOYMENTS:
+        await status_up(ctx, cluster, namespace, name)
+    return None
+
+
+def _upstream_uid(live: Mapping[str, Any]) -> str:
+    annotations = live.get("metadata", {}).get("annotations") or {}
+    return str(annotations.get(translate.UPSTREAM_UID_ANNOTATION, ""))
+
+
+async def _prepare_upstream(
+    ctx: Context,
+    w: TargetWorker,
+    synced: resources.Synced,
+    rctx: RequestContext,
+    obj: dict[str, Any],
+    placed: list[str],
+) -> dict[str, Any]:
+    """Our finalizer before the first downstream write; for Deployments, the replica split."""
+    finalizer = w.ref.finalizer
+    is_deployment = synced.name == DEPLOYMENTS
+
+    def split_of(current: Mapping[str, Any]) -> dict[str, int]:
+        recorded = replicas.decode(
+            (current["metadata"].get("annotations") or {}).get(translate.SPLIT_ANNOTATION)
+        )
+        total = current.get("spec", {}).get("replicas", 1)
+        return replicas.split(total if isinstance(total, int) else 1, placed, recorded)
+
+    def up_to_date(current: Mapping[str, Any]) -> bool:
+        meta = current["metadata"]
+        if not translate.has_finalizer(meta, finalizer):
+            return False
+        if is_deployment:
+            recorded = (meta.get("annotations") or {}).get(translate.SPLIT_ANNOTATION)
+            return bool(recorded == replicas.encode(split_of(current)))
+        return True
+
+    if up_to_date(obj):
+        return obj
+
+    def mutate(current: dict[str, Any] | None) -> dict[str, Any]:
+        if current is None:
+            raise errors.not_found(synced.rt.plural, obj["metadata"]["name"])
+        meta = current["metadata"]
+        if meta.get("deletionTimestamp"):
+            return current  # being deleted: no new finalizer; the next pass withdraws
+        if not translate.has_finalizer(meta, finalizer):
+            meta["finalizers"] = [*(meta.get("finalizers") or ()), finalizer]
+        if is_deployment:
+            annotations = meta.setdefault("annotations", {})
+            annotations[translate.SPLIT_ANNOTATION] = replicas.encode(split_of(current))
+        return current
+
+    stored = await ctx.registry.store(synced.rt).guaranteed_update(
+        rctx, obj["metadata"].get("namespace", ""), obj["metadata"]["name"], mutate, WRITE
+    )
+    return stored.view()
+
+
+async def _ensure_namespace(w: TargetWorker, cluster: str, namespace: str, dns: str) -> None:
+    known = w.namespaces.get("", dns)
+    if known is not None and not known.get("metadata", {}).get("deletionTimestamp"):
+        return
+    body = translate.namespace_object(w.ref, cluster, namespace)
+    try:
+        await w.client.request("POST", "/api/v1/namespaces", body=body)
+    except downstream.DownstreamError as exc:
+        if exc.code != 409:
+            raise
+        existing = await w.client.request("GET", f"/api/v1/namespaces/{dns}")
+        located = translate.parse_locator(existing.get("metadata", {}).get("annotations"))
+        if located != (w.ref.uid, cluster, namespace):
+            raise downstream.DownstreamError(
+                409, "AlreadyExists", f"namespace {dns} exists downstream and is not ours"
+            ) from None
+        if existing.get("metadata", {}).get("deletionTimestamp"):
+            raise downstream.DownstreamError(
+                409, "Conflict", f"namespace {dns} is terminating downstream"
+            ) from None
+    w.locations[dns] = (w.ref.uid, cluster, namespace)
+
+
+async def _delete(
+    w: TargetWorker,
+    synced: resources.Synced,
+    dns: str,
+    name: str,
+    live: Mapping[str, Any],
+) -> bool:
+    """One DELETE guarded by the downstream uid; True when the object is gone now."""
+    meta = live.get("metadata", {})
+    if meta.get("deletionTimestamp"):
+        return False  # already going: wait for it
+    body = {
+        "kind": "DeleteOptions",
+        "apiVersion": "v1",
+        "propagationPolicy": "Background",
+        "preconditions": {"uid": meta.get("uid")},
+    }
+    try:
+        result = await w.client.request("DELETE", synced.object_path(dns, name), body=body)
+    except downstream.DownstreamError as exc:
+        if exc.code not in (404, 409):
+            raise
+        result = {}
+    w.informers[synced.name].cache.pop((dns, name), None)
+    pending = result.get("kind") != "Status" and (result.get("metadata") or {}).get("finalizers")
+    return not pending
+
+
+async def _withdraw(
+    ctx: Context,
+    w: TargetWorker,
+    key: ItemKey,
+    synced: resources.Synced,
+    obj: dict[str, Any],
+    live: dict[str, Any] | None,
+    dns: str,
+) -> float | None:
+    """The object must not be on this target (deleted, unplaced, detaching): remove it from
+    there, then our finalizer. A target that stays unreachable holds a deletion only until the
+    deletion timeout; the object is then recorded as left over and removed when it answers."""
+    meta = obj["metadata"]
+    name = meta["name"]
+    finalizer = w.ref.finalizer
+    if not translate.has_finalizer(meta, finalizer) and live is None:
+        w.errors.pop(key, None)
+        return None
+    if not w.health.ready:
+        if _deletion_overdue(meta, w.settings.deletion_timeout):
+            w.leftovers.add(key)
+            logger.warning(
+                "sync target %s unreachable: %s %s/%s left downstream in %s",
+                w.name,
+                synced.rt.kind,
+                meta.get("namespace", ""),
+                name,
+                dns,
+            )
+            await _remove_finalizer(ctx, synced, key, finalizer)
+            return None
+        w.require_ready()
+    gone = True
+    if live is not None:
+        gone = await _delete(w, synced, dns, name, live)
+    elif translate.has_finalizer(meta, finalizer):
+        # The cache may lag behind our own writes: ask the target before letting go.
+        try:
+            found = await w.client.request("GET", synced.object_path(dns, name))
+        except downstream.DownstreamError as exc:
+            if exc.code != 404:
+                raise
+            found = None
+        if found is not None and translate.is_owned(found, w.ref):
+            gone = await _delete(w, synced, dns, name, found)
+    if not gone:
+        return 1.0
+    w.leftovers.discard(key)
+    w.errors.pop(key, None)
+    if translate.has_finalizer(meta, finalizer):
+        await _remove_finalizer(ctx, synced, key, finalizer)
+    return None
+
+
+def _deletion_overdue(meta: Mapping[str, Any], timeout: float) -> bool:
+    stamp = meta.get("deletionTimestamp")
+    if not stamp:
+        return False
+    try:
+        started = datetime.datetime.fromisoformat(str(stamp).replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return True
+    return time.time() - started >= timeout
+
+
+async def _remove_finalizer(
+    ctx: Context, synced: resources.Synced, key: ItemKey, finalizer: str
+) -> None:
+    _, cluster, namespace, name = key
+
+    def mutate(current: dict[str, Any] | None) -> dict[str, Any]:
+        if current is None:
+            raise errors.not_found(synced.rt.plural, name)
+        current["metadata"]["finalizers"] = translate.finalizers_without(
+            current["metadata"], finalizer
+        )
+        return current
+
+    try:
+        await ctx.registry.store(synced.rt).guaranteed_update(
+            RequestContext(cluster=cluster), namespace, name, mutate, WRITE
+        )
+    except errors.StatusError as exc:
+        if exc.code != 404:
+            raise
+
+
+async def status_up(ctx: Context, cluster: str, namespace: str, name: str) -> None:
+    """Write the Deployment's summarised status upstream when it differs from what is there."""
+    rt = ctx.registry.catalog.by_resource("apps", "v1", "deployments")
+    assert rt is not None
+    rstore = ctx.registry.store(rt)
+    rctx = RequestContext(cluster=cluster)
+    upstream = await rstore.find(rctx, namespace, name)
+    if upstream is None or upstream.metadata.get("deletionTimestamp"):
+        return
+    placed = await placed_targets(ctx, cluster, namespace)
+    if not placed:
+        return
+    views: list[aggregate.TargetView] = []
+    for target in placed:
+        wk = ctx.worker(cluster, target)
+        if wk is None or not wk.synced_caches:
+            return  # not all targets known yet (start-up): report nothing rather than guess
+        dns = translate.downstream_namespace(wk.ref, cluster, namespace)
+        live = wk.informers[DEPLOYMENTS].get(dns, name)
+        if live is not None and _upstream_uid(live) != upstream.metadata.get("uid"):
+            live = None
+        live_meta = (live or {}).get("metadata", {})
+        gen_text = (live_meta.get("annotations") or {}).get(
+            translate.UPSTREAM_GENERATION_ANNOTATION, "0"
+        )
+        views.append(
+            aggregate.TargetView(
+                name=target,
+                status=(live.get("status") or {}) if live is not None else None,
+                generation=int(live_meta.get("generation", 0) or 0),
+                upstream_generation=int(gen_text) if str(gen_text).isdigit() else 0,
+                stale=not wk.health.ready,
+                error=wk.errors.get((DEPLOYMENTS, cluster, namespace, name), ""),
+            )
+        )
+    summary = aggregate.summarise(upstream.view(), views, upstream_store.now_rfc3339())
+    if summary == upstream.view().get("status"):
+        return
+
+    def mutate(current: dict[str, Any] | None) -> dict[str, Any]:
+        if current is None:
+            raise errors.not_found("deployments", name, group="apps")
+        fresh = aggregate.summarise(current, views, upstream_store.now_rfc3339())
+        current["status"] = fresh
+        return current
+
+    try:
+        await rstore.guaranteed_update(rctx, namespace, name, mutate, WRITE, subresource="status")
+    except errors.StatusError as exc:
+        if exc.code != 404:
+            raise

@@ -1,0 +1,472 @@
+"""The syncer: SyncTargets across logical clusters, one worker per target, upstream events.
+
+Upstream is read in-process through the registry: one wildcard watch (cluster "*") per synced
+kind, one for namespaces and one for SyncTargets, each resuming from its last revision and
+listing again after a 410. Events are dispatched to the workers of the targets that serve the
+object's logical cluster; the workers decide (level-triggered) what that means downstream.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import logging
+import time
+from collections.abc import AsyncIterator, Callable, Coroutine
+from dataclasses import dataclass
+from typing import Any
+
+from minikcp.apis import catalog
+from minikcp.machinery import errors, list_options
+from minikcp.registry import registry as upstream_registry
+from minikcp.registry import store as upstream_store
+from minikcp.registry import watching
+from minikcp.registry.objects import RequestContext, StoredObject
+from minikcp.syncer import client as downstream
+from minikcp.syncer import detach, kubeconfig, placement, reconcile, resources, translate
+from minikcp.syncer.target import ItemKey, Settings, TargetWorker
+
+logger = logging.getLogger(__name__)
+
+SYNC_TARGET = translate.SYNC_TARGET
+CLEANUP_FINALIZER = translate.CLEANUP_FINALIZER
+
+
+@dataclass
+class _Running:
+    worker: TargetWorker
+    task: asyncio.Task[None]
+    fingerprint: tuple[Any, ...]
+    last_heartbeat_write: float = 0.0
+    last_ready: bool = False
+    detaching: asyncio.Task[None] | None = None
+
+
+class Syncer:
+    def __init__(
+        self,
+        reg: upstream_registry.Registry,
+        settings: Settings | None = None,
+        *,
+        extra_resources: tuple[str, ...] = (),
+    ) -> None:
+        self.registry = reg
+        self.settings = settings or Settings()
+        self.extra_resources = extra_resources
+        self._running: dict[tuple[str, str], _Running] = {}
+        self._tasks: asyncio.TaskGroup | None = None
+        # Placement-relevant metadata of upstream namespaces, to react to changes only.
+        self._namespace_marks: dict[tuple[str, str], tuple[Any, ...]] = {}
+
+    # -- the Context of reconcile ---------------------------------------------------------------
+
+    def workers_for(self, cluster: str) -> list[TargetWorker]:
+        return [r.worker for r in self._running.values() if r.worker.serves_cluster(cluster)]
+
+    def worker(self, cluster: str, name: str) -> TargetWorker | None:
+        for w in self.workers_for(cluster):
+            if w.name == name:
+                return w
+        return None
+
+    def candidates(self, cluster: str) -> list[placement.Candidate]:
+        return [
+            placement.Candidate(
+                name=w.name,
+                labels=w.labels,
+                ready=w.health.ready,
+                reached=w.health.reached,
+                deleting=w.deleting,
+            )
+            for w in self.workers_for(cluster)
+        ]
+
+    # -- running --------------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        target_rt = self.registry.catalog.by_resource(*SYNC_TARGET)
+        if target_rt is None:
+            logger.warning("syncer: SyncTarget kind not served; syncer idle")
+            await asyncio.Event().wait()
+            return
+        synced, unknown = resources.resolve(
+            self.registry.catalog, (*resources.DEFAULT_RESOURCES, *self.extra_resources)
+        )
+        if unknown:
+            logger.warning("syncer: unknown resources ignored: %s", ", ".join(unknown))
+        try:
+            async with asyncio.TaskGroup() as tasks:
+                self._tasks = tasks
+                tasks.create_task(
+                    self._watch_forever(target_rt, self._on_sync_target), name="syncer-targets"
+                )
+                ns_rt = self.registry.namespaces.rt
+                tasks.create_task(
+                    self._watch_forever(ns_rt, self._on_namespace), name="syncer-namespaces"
+                )
+                for s in synced:
+                    tasks.create_task(
+                        self._watch_forever(s.rt, self._object_handler(s)),
+                        name=f"syncer-upstream-{s.name}",
+                    )
+        finally:
+            self._tasks = None
+            for running in list(self._running.values()):
+                running.task.cancel()
+
+    async def _watch_forever(
+        self, rt: catalog.ResourceType, handler: Callable[[str, StoredObject], Any]
+    ) -> None:
+        """List and watch one kind across all logical clusters, for as long as the syncer runs."""
+        rv = ""
+        while True:
+            opts = list_options.ListOptions(
+                watch=True, allow_watch_bookmarks=True, resource_version=rv
+            )
+            try:
+                events: AsyncIterator[watching.WatchEvent] = self.registry.watch(
+                    rt, RequestContext(cluster="*"), "", opts
+                )
+                async for event in events:
+                    if event.type == watching.ERROR:
+                        rv = ""  # expired: list again
+                        break
+                    if event.type == watching.BOOKMARK:
+                        rv = str(event.revision)
+                        continue
+                    assert event.object is not None
+                    rv = str(event.object.revision)
+                    result = handler(event.type, event.object)
+                    if asyncio.iscoroutine(result):
+                        await result
+            except errors.StatusError as exc:
+                logger.warning("syncer: watch of %s failed: %s", rt.plural, exc.message)
+                rv = ""
+                await asyncio.sleep(1.0)
+
+    def _object_handler(
+        self, s: resources.Synced
+    ) -> Callable[[str, StoredObject], Coroutine[Any, Any, None]]:
+        async def handle(kind: str, obj: StoredObject) -> None:
+            meta = obj.metadata
+            namespace = meta.get("namespace", "")
+            key: ItemKey = (s.name, obj.cluster, namespace, meta.get("name", ""))
+            workers = self.workers_for(obj.cluster)
+            if workers and s.name == reconcile.DEPLOYMENTS:
+                self._hand_over(obj.cluster, namespace)
+            for w in workers:
+                w.enqueue(key)
+
+        return handle
+
+    def _hand_over(self, cluster: str, namespace: str) -> None:
+        """In a logical cluster served by sync targets, Deployment status comes from downstream
+        (a Deployment placed nowhere reports none, as in kcp), never from the registry."""
+        self.registry.deployment_status.hand_over(cluster, namespace)
+
+    async def _on_namespace(self, kind: str, obj: StoredObject) -> None:
+        meta = obj.metadata
+        key = (obj.cluster, meta.get("name", ""))
+        annotations = meta.get("annotations") or {}
+        mark = (
+            kind == watching.DELETED,
+            bool(meta.get("deletionTimestamp")),
+            (meta.get("labels") or {}).get(placement.TARGET_NAME_LABEL),
+            annotations.get(placement.TARGET_NAMES_ANNOTATION),
+            annotations.get(placement.TARGET_SELECTOR_ANNOTATION),
+        )
+        before = self._namespace_marks.get(key)
+        if kind == watching.DELETED:
+            self._namespace_marks.pop(key, None)
+        else:
+            self._namespace_marks[key] = mark
+        if before is None and kind == watching.ADDED:
+            if self.workers_for(obj.cluster):
+                self._hand_over(obj.cluster, key[1])
+            return  # a new namespace holds nothing yet
+        if before == mark:
+            return
+        await self.enqueue_namespace(obj.cluster, key[1])
+
+    async def enqueue_namespace(self, cluster: str, namespace: str) -> None:
+        """Look again at every synced object of one upstream namespace (placement changed)."""
+        workers = self.workers_for(cluster)
+        if not workers:
+            return
+        for name in workers[0].synced:
+            s = workers[0].synced[name]
+            listing = await self.registry.store(s.rt).list(
+                RequestContext(cluster=cluster), namespace, list_options.ListOptions()
+            )
+            for item in listing.items:
+                key: ItemKey = (name, cluster, namespace, item.metadata.get("name", ""))
+                for w in workers:
+                    w.enqueue(key)
+
+    async def enqueue_all(self, workers: list[TargetWorker]) -> None:
+        """Every synced object in the clusters these workers serve (a target came or went)."""
+        clusters = {c for w in workers for c in w.serves}
+        for cluster in clusters:
+            for name, s in workers[0].synced.items() if workers else ():
+                listing = await self.registry.store(s.rt).list(
+                    RequestContext(cluster=cluster), "", list_options.ListOptions()
+                )
+                for item in listing.items:
+                    namespace = item.metadata.get("namespace", "")
+                    key: ItemKey = (name, item.cluster, namespace, item.metadata.get("name", ""))
+                    if name == reconcile.DEPLOYMENTS:
+                        self._hand_over(item.cluster, namespace)
+                    for w in self.workers_for(item.cluster):
+                        w.enqueue(key)
+
+    # -- sync targets ---------------------------------------------------------------------------
+
+    async def _on_sync_target(self, kind: str, obj: StoredObject) -> None:
+        key = (obj.cluster, obj.metadata.get("name", ""))
+        running = self._running.get(key)
+        if kind == watching.DELETED:
+            if running is not None:
+                await self._stop(key)
+                await self.enqueue_all(self.workers_for(key[0]))
+            return
+        view = obj.view()
+        meta = view["metadata"]
+        if meta.get("deletionTimestamp"):
+            if running is not None and running.detaching is None and self._tasks is not None:
+                running.detaching = self._tasks.create_task(
+                    detach.detach(self, running.worker, obj), name=f"detach-{key[1]}"
+                )
+            elif running is None and CLEANUP_FINALIZER in (meta.get("finalizers") or ()):
+                await detach.remove_cleanup_finalizer(self, obj)
+            return
+        if CLEANUP_FINALIZER not in (meta.get("finalizers") or ()):
+            await self._add_cleanup_finalizer(obj)
+            return  # the update comes back as an event
+        spec = view.get("spec") or {}
+        try:
+            config_text, secret_rv = await self._kubeconfig_of(obj.cluster, spec)
+        except kubeconfig.KubeconfigError as exc:
+            await self.write_status(obj, None, problem=str(exc))
+            return
+        fingerprint = (
+            meta.get("uid"),
+            secret_rv,
+            tuple(spec.get("resources") or ()),
+            tuple(spec.get("clusters") or ()),
+        )
+        labels = dict(meta.get("labels") or {})
+        if running is not None and running.fingerprint == fingerprint:
+            if running.worker.labels != labels:
+                running.worker.labels = labels
+                await self.enqueue_all(self.workers_for(key[0]))
+            return
+        if running is not None:
+            await self._stop(key)
+        try:
+            conn = kubeconfig.connection(kubeconfig.load(config_text))
+        except kubeconfig.KubeconfigError as exc:
+            await self.write_status(obj, None, problem=str(exc))
+            return
+        names = (
+            *resources.DEFAULT_RESOURCES,
+            *self.extra_resources,
+            *(spec.get("resources") or ()),
+        )
+        synced, unknown = resources.resolve(self.registry.catalog, names)
+        if unknown:
+            logger.warning("sync target %s: unknown resources ignored: %s", key[1], unknown)
+        ref = translate.TargetRef(cluster=obj.cluster, name=key[1], uid=meta.get("uid", ""))
+        serves = frozenset(spec.get("clusters") or ()) or frozenset({obj.cluster})
+        worker = TargetWorker(
+            ref,
+            downstream.DownstreamClient(conn, qps=self.settings.qps, burst=self.settings.burst),
+            synced,
+            self.settings,
+            labels=labels,
+            serves=serves,
+            reconcile=lambda w, k: reconcile.reconcile(self, w, k),
+            on_health=self._on_health,
+        )
+        # A target that answered before (the last run) keeps its placements from the start, so a
+        # restart does not re-split replicas while the first probes are on their way.
+        worker.health.reached = bool((view.get("status") or {}).get("lastSyncerHeartbeatTime"))
+        for cluster in serves - {"*"}:
+            self._hand_over(cluster, "default")  # exists in every cluster without an event
+        assert self._tasks is not None
+        task = self._tasks.create_task(worker.run(), name=f"sync-target-{key[0]}-{key[1]}")
+        self._running[key] = _Running(worker, task, fingerprint)
+        logger.info("sync target %s|%s started (%s)", key[0], key[1], conn.server)
+        await self.enqueue_all([worker])
+
+    async def _stop(self, key: tuple[str, str]) -> None:
+        running = self._running.pop(key, None)
+        if running is None:
+            return
+        for task in (running.detaching, running.task):
+            if task is not None and task is not asyncio.current_task():
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+
+    async def _kubeconfig_of(self, cluster: str, spec: dict[str, Any]) -> tuple[str, str]:
+        ref = spec.get("kubeconfigSecretRef") or {}
+        ns, name, data_key = ref.get("namespace"), ref.get("name"), ref.get("key") or "kubeconfig"
+        if not ns or not name:
+            raise kubeconfig.KubeconfigError("spec.kubeconfigSecretRef names no Secret")
+        secrets = self.registry.catalog.by_resource("", "v1", "secrets")
+        assert secrets is not None
+        found = await self.registry.store(secrets).find(RequestContext(cluster=cluster), ns, name)
+        if found is None:
+            raise kubeconfig.KubeconfigError(f"Secret {ns}/{name} not found")
+        data = (found.view().get("data") or {}).get(data_key)
+        if not data:
+            raise kubeconfig.KubeconfigError(f"Secret {ns}/{name} has no key {data_key!r}")
+        try:
+            return base64.b64decode(data).decode(), str(found.revision)
+        except (ValueError, UnicodeDecodeError):
+            raise kubeconfig.KubeconfigError(
+                f"Secret {ns}/{name} {data_key!r} is not text"
+            ) from None
+
+    async def _add_cleanup_finalizer(self, obj: StoredObject) -> None:
+        rt = self.registry.catalog.by_resource(*SYNC_TARGET)
+        assert rt is not None
+
+        def mutate(current: dict[str, Any] | None) -> dict[str, Any]:
+            if current is None:
+                raise errors.not_found("synctargets", obj.metadata.get("name", ""))
+            meta = current["metadata"]
+            if not meta.get("deletionTimestamp") and CLEANUP_FINALIZER not in (
+                meta.get("finalizers") or ()
+            ):
+                meta["finalizers"] = [*(meta.get("finalizers") or ()), CLEANUP_FINALIZER]
+            return current
+
+        with contextlib.suppress(errors.StatusError):
+            await self.registry.store(rt).guaranteed_update(
+                RequestContext(cluster=obj.cluster),
+                "",
+                obj.metadata.get("name", ""),
+                mutate,
+                reconcile.WRITE,
+            )
+
+    async def _on_health(self, worker: TargetWorker) -> None:
+        key = (worker.ref.cluster, worker.name)
+        running = self._running.get(key)
+        if running is None or running.detaching is not None:
+            return
+        rt = self.registry.catalog.by_resource(*SYNC_TARGET)
+        assert rt is not None
+        current = await self.registry.store(rt).find(RequestContext(cluster=key[0]), "", key[1])
+        if current is None or current.metadata.get("uid") != worker.ref.uid:
+            return
+        now = time.monotonic()
+        due = now - running.last_heartbeat_write >= self.settings.heartbeat_write_interval
+        if await self.write_status(current, worker, heartbeat=due and worker.health.ready):
+            running.last_heartbeat_write = now
+        if running.last_ready != worker.health.ready:
+            # Placements change with readiness: this target's objects, and others' splits.
+            running.last_ready = worker.health.ready
+            await self.enqueue_all([worker])
+
+    async def write_status(
+        self,
+        obj: StoredObject,
+        worker: TargetWorker | None,
+        *,
+        problem: str = "",
+        heartbeat: bool = False,
+        extra_conditions: tuple[dict[str, str], ...] = (),
+    ) -> bool:
+        """Write the SyncTarget's status if it changed (or a heartbeat is due); True if written."""
+        rt = self.registry.catalog.by_resource(*SYNC_TARGET)
+        assert rt is not None
+        now = upstream_store.now_rfc3339()
+        previous = obj.view().get("status") or {}
+        status = target_status(previous, worker, problem, heartbeat, now, extra_conditions)
+        if status == previous:
+            return False
+
+        def mutate(current: dict[str, Any] | None) -> dict[str, Any]:
+            if current is None:
+                raise errors.not_found("synctargets", obj.metadata.get("name", ""))
+            current["status"] = status
+            return current
+
+        try:
+            await self.registry.store(rt).guaranteed_update(
+                RequestContext(cluster=obj.cluster),
+                "",
+                obj.metadata.get("name", ""),
+                mutate,
+                reconcile.WRITE,
+                subresource="status",
+            )
+        except errors.StatusError as exc:
+            if exc.code != 404:
+                raise
+            return False
+        return True
+
+
+def target_status(
+    previous: dict[str, Any],
+    worker: TargetWorker | None,
+    problem: str,
+    heartbeat: bool,
+    now: str,
+    extra_conditions: tuple[dict[str, str], ...] = (),
+) -> dict[str, Any]:
+    """A SyncTarget's status: Ready, HeartbeatHealthy, synced resources, last heartbeat."""
+    status: dict[str, Any] = {}
+    if previous.get("lastSyncerHeartbeatTime"):
+        status["lastSyncerHeartbeatTime"] = previous["lastSyncerHeartbeatTime"]
+    conditions: list[dict[str, str]] = []
+    if worker is None:
+        conditions.append(_condition("Ready", "False", "InvalidKubeconfig", problem))
+        conditions.append(_condition("HeartbeatHealthy", "False", "InvalidKubeconfig", problem))
+    else:
+        health = worker.health
+        if health.ready:
+            conditions.append(_condition("Ready", "True", "Ready", ""))
+            conditions.append(_condition("HeartbeatHealthy", "True", "HeartbeatHealthy", ""))
+            if heartbeat or not previous.get("lastSyncerHeartbeatTime"):
+                status["lastSyncerHeartbeatTime"] = now
+        else:
+            reason = "ErrorHeartbeat" if health.reached else "Unreachable"
+            message = health.last_error or "the target has not answered yet"
+            conditions.append(_condition("Ready", "False", reason, message))
+            conditions.append(_condition("HeartbeatHealthy", "False", reason, message))
+        if health.compatible:
+            status["syncedResources"] = [
+                {
+                    "group": s.rt.group,
+                    "resource": s.rt.plural,
+                    "versions": [s.rt.version],
+                    "state": "Accepted" if health.compatible.get(name) else "Incompatible",
+                }
+                for name, s in sorted(worker.synced.items())
+            ]
+        elif previous.get("syncedResources"):
+            status["syncedResources"] = previous["syncedResources"]
+    conditions.extend(extra_conditions)
+    before = {c.get("type"): c for c in previous.get("conditions") or ()}
+    for c in conditions:
+        old = before.get(c["type"])
+        if old is not None and old.get("status") == c["status"]:
+            c["lastTransitionTime"] = old.get("lastTransitionTime", now)
+        else:
+            c["lastTransitionTime"] = now
+    status["conditions"] = conditions
+    return status
+
+
+def _condition(kind: str, status: str, reason: str, message: str) -> dict[str, str]:
+    out = {"type": kind, "status": status, "reason": reason}
+    if message:
+        out["message"] = message
+    if status == "False":
+        out["severity"] = "Error"
+    return out

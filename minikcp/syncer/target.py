@@ -1,0 +1,283 @@
+"""One sync target at work: its client, downstream informers, health probe, queue and workers.
+
+Everything a target does runs in its own task group, so one slow or dead target never stalls the
+others. Keys are `(resource, logical cluster, namespace, name)` of upstream objects; reconciling
+a key is level-triggered (see `reconcile.py`), so events only say what to look at.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from minikcp.syncer import client as downstream
+from minikcp.syncer import informer, resources, translate, workqueue
+
+logger = logging.getLogger(__name__)
+
+ItemKey = tuple[str, str, str, str]  # (resource name, logical cluster, namespace, name)
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    probe_interval: float = 5.0
+    probe_timeout: float = 3.0
+    # Not Ready once no probe has succeeded for this long (kcp: 1 min; here well under 30 s).
+    heartbeat_threshold: float = 20.0
+    # lastSyncerHeartbeatTime is written at most this often while nothing else changes.
+    heartbeat_write_interval: float = 20.0
+    deletion_timeout: float = 300.0
+    detach_timeout: float = 60.0
+    patrol_interval: float = 60.0
+    workers: int = 4
+    qps: float = 20.0
+    burst: int = 30
+    max_backoff: float = 30.0
+
+
+@dataclass
+class Health:
+    ready: bool = False
+    reached: bool = False
+    last_ok: float = 0.0
+    last_error: str = ""
+    compatible: dict[str, bool] = field(default_factory=dict)
+
+
+class TargetWorker:
+    """The syncer's work for one SyncTarget."""
+
+    def __init__(
+        self,
+        ref: translate.TargetRef,
+        client: downstream.DownstreamClient,
+        synced: list[resources.Synced],
+        settings: Settings,
+        *,
+        labels: dict[str, str],
+        serves: frozenset[str],
+        reconcile: Callable[[TargetWorker, ItemKey], Any],
+        on_health: Callable[[TargetWorker], Any],
+    ) -> None:
+        self.ref = ref
+        self.client = client
+        self.synced = {s.name: s for s in synced}
+        self.settings = settings
+        self.labels = labels
+        self.serves = serves
+        self.deleting = False
+        self.health = Health()
+        self.queue: workqueue.WorkQueue[ItemKey] = workqueue.WorkQueue(
+            max_delay=settings.max_backoff
+        )
+        self.errors: dict[ItemKey, str] = {}  # per key: why it is not synced (shown upstream)
+        self.leftovers: set[ItemKey] = set()  # deletions given up on while unreachable
+        self._reconcile = reconcile
+        self._on_health = on_health
+        selector = f"{translate.TARGET_LABEL}={ref.key}"
+        self.informers: dict[str, informer.Informer] = {
+            name: informer.Informer(client, s.list_path, selector, self._handler(name))
+            for name, s in self.synced.items()
+        }
+        self.namespaces = informer.Informer(
+            client, "/api/v1/namespaces", selector, self._namespace_event
+        )
+        # Downstream namespace -> (target uid, logical cluster, namespace): from the namespace
+        # informer and from our own writes, to map downstream objects back to upstream keys.
+        self.locations: dict[str, tuple[str, str, str]] = {}
+
+    @property
+    def name(self) -> str:
+        return self.ref.name
+
+    def serves_cluster(self, cluster: str) -> bool:
+        return "*" in self.serves or cluster in self.serves
+
+    @property
+    def synced_caches(self) -> bool:
+        return all(i.synced.is_set() for i in self.informers.values())
+
+    # -- events ---------------------------------------------------------------------------------
+
+    def enqueue(self, key: ItemKey) -> None:
+        self.queue.add(key[1], key)
+
+    def _handler(self, resource: str) -> informer.Handler:
+        def handle(kind: str, new: dict[str, Any] | None, old: dict[str, Any] | None) -> None:
+            obj = new or old or {}
+            key = self._upstream_key(resource, obj)
+            if key is None:
+                return
+            # Status-only churn downstream needs no spec write (Deployment status goes up).
+            if (
+                kind == "MODIFIED"
+                and new is not None
+                and old is not None
+                and resource != "deployments.apps"
+                and not _content_changed(new, old)
+            ):
+                return
+            self.enqueue(key)
+
+        return handle
+
+    def _upstream_key(self, resource: str, obj: dict[str, Any]) -> ItemKey | None:
+        meta = obj.get("metadata", {})
+        located = self.locations.get(meta.get("namespace", ""))
+        if located is None:
+            return None
+        _, cluster, namespace = located
+        return (resource, cluster, namespace, meta.get("name", ""))
+
+    def _namespace_event(
+        self, kind: str, new: dict[str, Any] | None, old: dict[str, Any] | None
+    ) -> None:
+        meta = (new or old or {}).get("metadata", {})
+        name = meta.get("name", "")
+        if kind != "DELETED":
+            located = translate.parse_locator(meta.get("annotations"))
+            if located is not None and located[0] == self.ref.uid:
+                self.locations[name] = located
+            return
+        # A namespace deleted by hand: everything we had there must come back.
+        for res, inf in self.informers.items():
+            for (ns, obj_name), _obj in list(inf.cache.items()):
+                if ns == name:
+                    key = self._upstream_key(res, {"metadata": {"namespace": ns, "name": obj_name}})
+                    if key is not None:
+                        self.enqueue(key)
+
+    # -- running --------------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        try:
+            async with asyncio.TaskGroup() as tasks:
+                tasks.create_task(self._probe_loop(), name=f"probe-{self.name}")
+                tasks.create_task(self.namespaces.run(), name=f"ns-informer-{self.name}")
+                # Objects are mapped back through their namespaces: know those first.
+                await self.namespaces.synced.wait()
+                for res, inf in self.informers.items():
+                    tasks.create_task(inf.run(), name=f"informer-{self.name}-{res}")
+                for i in range(self.settings.workers):
+                    tasks.create_task(self._work(), name=f"worker-{self.name}-{i}")
+                tasks.create_task(self._patrol(), name=f"patrol-{self.name}")
+        finally:
+            self.queue.close()
+            await self.client.close()
+
+    async def _work(self) -> None:
+        while True:
+            _, key = await self.queue.get()
+            try:
+                requeue = await self._reconcile(self, key)
+            except asyncio.CancelledError:
+                raise
+            except (downstream.Unreachable, downstream.DownstreamError) as exc:
+                self.errors[key] = str(exc)
+                delay = self.queue.retry(key)
+                logger.debug("sync %s to %s: %s (retry in %.1fs)", key, self.name, exc, delay)
+            except Exception as exc:
+                # A bug or an upstream error: keep the worker alive, retry with backoff.
+                self.errors[key] = str(exc)
+                delay = self.queue.retry(key)
+                logger.warning(
+                    "sync %s to %s failed: %r (retry in %.1fs)", key, self.name, exc, delay
+                )
+            else:
+                self.queue.forget(key)
+                if requeue:
+                    self.queue.add_after(key[1], key, float(requeue))
+            finally:
+                self.queue.done(key)
+
+    async def _probe_loop(self) -> None:
+        while True:
+            ok = await self._probe()
+            now = time.monotonic()
+            was_ready = self.health.ready
+            if ok:
+                self.health.last_ok = now
+                self.health.reached = True
+            self.health.ready = ok or (
+                self.health.reached
+                and now - self.health.last_ok < self.settings.heartbeat_threshold
+            )
+            if not ok and not self.health.reached:
+                self.health.ready = False
+            if self.health.ready != was_ready:
+                logger.info(
+                    "sync target %s is %s", self.name, "Ready" if self.health.ready else "not Ready"
+                )
+                if self.health.ready:
+                    self.queue.retry_now()
+                    self._enqueue_cached()
+            await self._on_health(self)
+            await asyncio.sleep(self.settings.probe_interval * random.uniform(0.9, 1.1))
+
+    async def _probe(self) -> bool:
+        try:
+            await self.client.request("GET", "/readyz", timeout=self.settings.probe_timeout)
+            if not self.health.compatible:
+                await self._check_resources()
+            self.health.last_error = ""
+            return True
+        except (downstream.Unreachable, downstream.DownstreamError) as exc:
+            self.health.last_error = str(exc)
+            return False
+
+    async def _check_resources(self) -> None:
+        """Which synced kinds the target serves (discovery of each group-version)."""
+        compatible: dict[str, bool] = {}
+        for name, s in self.synced.items():
+            try:
+                body = await self.client.request(
+                    "GET", s.group_version_path, timeout=self.settings.probe_timeout
+                )
+                served = {r.get("name") for r in body.get("resources") or ()}
+                compatible[name] = s.rt.plural in served
+            except downstream.DownstreamError as exc:
+                if exc.code != 404:
+                    raise
+                compatible[name] = False
+        self.health.compatible = compatible
+
+    def _enqueue_cached(self) -> None:
+        for res, inf in self.informers.items():
+            for ns, name in list(inf.cache):
+                key = self._upstream_key(res, {"metadata": {"namespace": ns, "name": name}})
+                if key is not None:
+                    self.enqueue(key)
+
+    async def _patrol(self) -> None:
+        """The periodic safety net behind the events: every object we hold is looked at again."""
+        while True:
+            await asyncio.sleep(self.settings.patrol_interval * random.uniform(0.9, 1.1))
+            if self.health.ready and self.synced_caches:
+                self._enqueue_cached()
+
+    def require_ready(self) -> None:
+        """Fail fast instead of calling a target known to be down (no hot loop while down)."""
+        if not self.health.ready:
+            raise downstream.Unreachable(
+                f"sync target {self.name} is not ready: {self.health.last_error}"
+            )
+
+
+def _content_changed(new: dict[str, Any], old: dict[str, Any]) -> bool:
+    """Anything but status and server-maintained metadata changed."""
+
+    def content(obj: dict[str, Any]) -> tuple[Any, ...]:
+        meta = obj.get("metadata", {})
+        return (
+            {k: v for k, v in obj.items() if k not in ("metadata", "status")},
+            meta.get("labels"),
+            meta.get("annotations"),
+            meta.get("deletionTimestamp"),
+        )
+
+    return content(new) != content(old)

@@ -1,0 +1,248 @@
+"""Translation of upstream objects into their downstream form, as pure functions.
+
+kcp's rules (`pkg/syncer/spec/spec_process.go`, `pkg/syncer/shared/namespace.go`): one downstream
+namespace per (sync target, logical cluster, namespace) named `kcp-<hash of the locator>`, object
+names unchanged, fields the downstream server owns stripped, ownership marked with labels.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+FIELD_MANAGER = "minikcp-syncer"
+SYNC_TARGET = ("workload.kcp.io", "v1alpha1", "synctargets")
+# On SyncTargets: held until what was synced to the target is removed (or the timeout passes).
+CLEANUP_FINALIZER = "workload.minikcp.io/cleanup"
+# On downstream namespaces and objects: which sync target wrote them (informers select on it).
+TARGET_LABEL = "workload.minikcp.io/target"
+# On downstream namespaces: the (sync target, logical cluster, namespace) they hold.
+LOCATOR_ANNOTATION = "kcp.io/namespace-locator"
+# On downstream objects: the upstream object they were made from.
+UPSTREAM_UID_ANNOTATION = "workload.minikcp.io/upstream-uid"
+UPSTREAM_GENERATION_ANNOTATION = "workload.minikcp.io/upstream-generation"
+# On downstream objects: hash of what the syncer applied, so an unchanged object costs no write.
+APPLIED_HASH_ANNOTATION = "workload.minikcp.io/applied-hash"
+# Upstream: one finalizer per sync target holds a deletion until downstream is clean.
+FINALIZER_PREFIX = "workload.kcp.io/syncer-"
+# Upstream Deployments: the replicas each target runs, so a scale moves only the difference.
+SPLIT_ANNOTATION = "workload.minikcp.io/replica-split"
+# Upstream Deployments: what each target reports, for humans (status itself is the summary).
+TARGET_STATUS_ANNOTATION = "workload.minikcp.io/target-status"
+CLUSTER_ANNOTATION = "kcp.io/cluster"
+
+# Metadata the downstream server owns or that only makes sense upstream.
+_STRIPPED_METADATA = (
+    "uid",
+    "resourceVersion",
+    "generation",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "managedFields",
+    "ownerReferences",
+    "finalizers",
+    "selfLink",
+    "generateName",
+)
+_STRIPPED_ANNOTATIONS = frozenset(
+    {
+        CLUSTER_ANNOTATION,
+        SPLIT_ANNOTATION,
+        TARGET_STATUS_ANNOTATION,
+        "kubectl.kubernetes.io/last-applied-configuration",
+        "deployment.kubernetes.io/revision",
+        "deployment.kubernetes.io/revision-history",
+    }
+)
+_B36 = "0123456789abcdefghijklmnopqrstuvwxyz"
+
+
+@dataclass(frozen=True, slots=True)
+class TargetRef:
+    """A sync target as the locators name it: its logical cluster, name and uid."""
+
+    cluster: str
+    name: str
+    uid: str
+
+    @property
+    def key(self) -> str:
+        """Short stable id of the target (kcp: hash of `<cluster>:<name>`), used in labels."""
+        return _base36(hashlib.sha224(f"{self.cluster}:{self.name}".encode()).digest())[:16]
+
+    @property
+    def finalizer(self) -> str:
+        return FINALIZER_PREFIX + self.key
+
+
+def _base36(digest: bytes) -> str:
+    value = int.from_bytes(digest, "big")
+    out = []
+    while value:
+        value, rem = divmod(value, 36)
+        out.append(_B36[rem])
+    return "".join(reversed(out)) or "0"
+
+
+def locator(target: TargetRef, cluster: str, namespace: str) -> dict[str, Any]:
+    return {
+        "syncTarget": {"cluster": target.cluster, "name": target.name, "uid": target.uid},
+        "cluster": cluster,
+        "namespace": namespace,
+    }
+
+
+def locator_json(target: TargetRef, cluster: str, namespace: str) -> str:
+    return orjson.dumps(locator(target, cluster, namespace)).decode()
+
+
+def downstream_namespace(target: TargetRef, cluster: str, namespace: str) -> str:
+    """`kcp-` and 12 base36 characters of sha224 of the locator JSON: deterministic, 16 chars."""
+    digest = hashlib.sha224(locator_json(target, cluster, namespace).encode()).digest()
+    return "kcp-" + _base36(digest)[:12]
+
+
+def parse_locator(annotations: Mapping[str, str] | None) -> tuple[str, str, str] | None:
+    """(target uid, logical cluster, namespace) from a downstream namespace's annotation."""
+    raw = (annotations or {}).get(LOCATOR_ANNOTATION)
+    if not raw:
+        return None
+    try:
+        loc = orjson.loads(raw)
+        return str(loc["syncTarget"]["uid"]), str(loc["cluster"]), str(loc["namespace"])
+    except (orjson.JSONDecodeError, KeyError, TypeError):
+        return None
+
+
+def namespace_object(target: TargetRef, cluster: str, namespace: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {
+            "name": downstream_namespace(target, cluster, namespace),
+            "labels": {TARGET_LABEL: target.key},
+            "annotations": {LOCATOR_ANNOTATION: locator_json(target, cluster, namespace)},
+        },
+    }
+
+
+def is_owned(obj: Mapping[str, Any], target: TargetRef) -> bool:
+    """Whether a downstream object was written by this target's syncer."""
+    labels = obj.get("metadata", {}).get("labels") or {}
+    return bool(labels.get(TARGET_LABEL) == target.key)
+
+
+def never_synced(resource: str, obj: Mapping[str, Any]) -> bool:
+    """Objects every cluster makes for itself: copying them would fight the downstream server."""
+    name = obj.get("metadata", {}).get("name", "")
+    if resource == "configmaps":
+        return bool(name == "kube-root-ca.crt")
+    if resource == "serviceaccounts":
+        return bool(name == "default")
+    if resource == "secrets":
+        return bool(obj.get("type") == "kubernetes.io/service-account-token")
+    return False
+
+
+def downstream_object(
+    resource: str,
+    obj: Mapping[str, Any],
+    target: TargetRef,
+    cluster: str,
+    *,
+    replicas: int | None = None,
+) -> dict[str, Any]:
+    """The object to server-side apply downstream: a fresh dict, `obj` is left untouched."""
+    meta = obj.get("metadata", {})
+    out_meta: dict[str, Any] = {
+        k: _copy(v) for k, v in meta.items() if k not in _STRIPPED_METADATA and k != "namespace"
+    }
+    out_meta["namespace"] = downstream_namespace(target, cluster, meta.get("namespace", ""))
+    labels = dict(meta.get("labels") or {})
+    labels[TARGET_LABEL] = target.key
+    out_meta["labels"] = labels
+    annotations = {
+        k: v for k, v in (meta.get("annotations") or {}).items() if k not in _STRIPPED_ANNOTATIONS
+    }
+    annotations[UPSTREAM_UID_ANNOTATION] = meta.get("uid", "")
+    if "generation" in meta:
+        annotations[UPSTREAM_GENERATION_ANNOTATION] = str(meta["generation"])
+    out_meta["annotations"] = annotations
+    out: dict[str, Any] = {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind")}
+    out["metadata"] = out_meta
+    for key, value in obj.items():
+        if key not in ("apiVersion", "kind", "metadata", "status"):
+            out[key] = _copy(value)
+    if resource == "services":
+        _strip_service(out.get("spec") or {})
+    if resource == "deployments" and replicas is not None:
+        out.setdefault("spec", {})["replicas"] = replicas
+    annotations[APPLIED_HASH_ANNOTATION] = hashlib.sha256(
+        orjson.dumps(out, option=orjson.OPT_SORT_KEYS)
+    ).hexdigest()[:20]
+    return out
+
+
+def needs_apply(desired: Mapping[str, Any], live: Mapping[str, Any] | None) -> bool:
+    """Whether the downstream object must be (re)applied: missing, another hash, or drifted."""
+    if live is None:
+        return True
+    want = desired.get("metadata", {}).get("annotations", {}).get(APPLIED_HASH_ANNOTATION)
+    have = (live.get("metadata", {}).get("annotations") or {}).get(APPLIED_HASH_ANNOTATION)
+    return want != have or drifted(desired, live)
+
+
+def _strip_service(spec: dict[str, Any]) -> None:
+    """Cluster IPs and node ports are allocated by each cluster; copying them would collide."""
+    if spec.get("clusterIP") not in ("None",):
+        spec.pop("clusterIP", None)
+        spec.pop("clusterIPs", None)
+    for key in ("ipFamilies", "ipFamilyPolicy", "healthCheckNodePort"):
+        spec.pop(key, None)
+    for port in spec.get("ports") or ():
+        if isinstance(port, dict):
+            port.pop("nodePort", None)
+
+
+def drifted(desired: Any, live: Any) -> bool:
+    """Whether `live` no longer holds every field of `desired` (extra fields do not count).
+
+    Downstream defaulting and controllers add fields and status; only a change to a field the
+    syncer sets is drift. Lists must keep their length and each item must hold its counterpart.
+    """
+    if isinstance(desired, Mapping):
+        if not isinstance(live, Mapping):
+            return True
+        return any(k not in live or drifted(v, live[k]) for k, v in desired.items())
+    if isinstance(desired, list):
+        if not isinstance(live, list) or len(live) != len(desired):
+            return True
+        return any(drifted(d, x) for d, x in zip(desired, live, strict=True))
+    if isinstance(desired, bool) or isinstance(live, bool):
+        return desired is not live
+    return bool(desired != live)
+
+
+def _copy(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _copy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_copy(v) for v in value]
+    return value
+
+
+def finalizers_without(meta: Mapping[str, Any], finalizer: str) -> list[str]:
+    return [f for f in meta.get("finalizers") or () if f != finalizer]
+
+
+def has_finalizer(meta: Mapping[str, Any], finalizer: str) -> bool:
+    return finalizer in (meta.get("finalizers") or ())
+
+
+def strip_empty(items: Sequence[str]) -> list[str]:
+    return [i.strip() for i in items if i.strip()]

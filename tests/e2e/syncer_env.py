@@ -1,0 +1,115 @@
+"""Helpers of the syncer suites: minikcp plus physical clusters (other minikcp processes)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from minikcp.syncer import translate
+from tests.server_process import ServerProcess
+
+T = TypeVar("T")
+
+# Short timings so fault tests finish in seconds; the defaults are kcp-like minutes.
+UPSTREAM_ARGS = (
+    "--sync-probe-interval",
+    "0.5",
+    "--sync-heartbeat-threshold",
+    "3",
+    "--sync-deletion-timeout",
+    "6",
+    "--sync-detach-timeout",
+    "8",
+    "--sync-patrol-interval",
+    "5",
+)
+
+
+# Physical clusters: Deployments get ReplicaSets and Pods, Ready a second after they start.
+DOWNSTREAM_ARGS = ("--simulate-workloads", "--rollout-delay", "1")
+
+
+def eventually(check: Callable[[], T | None], timeout: float = 20.0, what: str = "") -> T:
+    """Poll until `check` returns something truthy; fail with `what` after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    last: T | None = None
+    while time.monotonic() < deadline:
+        last = check()
+        if last:
+            return last
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what or check}: last {last!r}")
+
+
+def minikcp(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "minikcp.cli.main", *args],
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+
+
+def attach(
+    up: ServerProcess, cluster: str, name: str, down: ServerProcess, *extra: str
+) -> dict[str, Any]:
+    """`minikcp attach` a downstream server and wait until the SyncTarget is Ready."""
+    result = minikcp(
+        "attach",
+        name,
+        "--kubeconfig",
+        str(down.admin_kubeconfig),
+        "--context",
+        "root",
+        "--cluster",
+        cluster,
+        "--root-dir",
+        str(up.root),
+        *extra,
+    )
+    assert result.returncode == 0, result.stderr
+    up.kubectl(
+        "wait", "--for=condition=Ready", f"synctarget/{name}", "--timeout=30s", cluster=cluster
+    )
+    return get(up, cluster, "synctarget", name)
+
+
+def get(server: ServerProcess, cluster: str, *args: str) -> dict[str, Any]:
+    out = server.kubectl("get", *args, "-o", "json", cluster=cluster).stdout
+    loaded: dict[str, Any] = json.loads(out)
+    return loaded
+
+
+def find(server: ServerProcess, cluster: str, *args: str) -> dict[str, Any] | None:
+    result = server.kubectl("get", *args, "-o", "json", cluster=cluster, check=False)
+    if result.returncode != 0:
+        assert "NotFound" in result.stderr, result.stderr
+        return None
+    loaded: dict[str, Any] = json.loads(result.stdout)
+    return loaded
+
+
+def target_ref(up: ServerProcess, cluster: str, name: str) -> translate.TargetRef:
+    st = get(up, cluster, "synctarget", name)
+    return translate.TargetRef(cluster=cluster, name=name, uid=st["metadata"]["uid"])
+
+
+def downstream_ns(up: ServerProcess, cluster: str, target: str, namespace: str = "default") -> str:
+    return translate.downstream_namespace(target_ref(up, cluster, target), cluster, namespace)
+
+
+def down_get(down: ServerProcess, namespace: str, *args: str) -> dict[str, Any] | None:
+    """An object on a physical cluster (its root logical cluster), None when absent."""
+    return find(down, "root", "-n", namespace, "--show-managed-fields", *args)
+
+
+def condition(obj: dict[str, Any] | None, kind: str) -> dict[str, Any]:
+    for c in (obj or {}).get("status", {}).get("conditions") or ():
+        if c.get("type") == kind:
+            found: dict[str, Any] = c
+            return found
+    return {}

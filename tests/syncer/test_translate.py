@@ -1,0 +1,213 @@
+"""Translation of upstream objects into downstream ones: table tests of the pure rules."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+import pytest
+
+from minikcp.syncer import translate
+
+T = translate.TargetRef(cluster="root", name="east", uid="u-1")
+
+
+def _deployment(**meta: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {
+            "name": "web",
+            "namespace": "default",
+            "uid": "up-uid",
+            "resourceVersion": "42",
+            "generation": 3,
+            "creationTimestamp": "2026-01-01T00:00:00Z",
+            "managedFields": [{"manager": "kubectl"}],
+            "ownerReferences": [{"uid": "x"}],
+            "finalizers": ["workload.kcp.io/syncer-abc"],
+            "labels": {"app": "web"},
+            "annotations": {
+                "kcp.io/cluster": "root",
+                "kubectl.kubernetes.io/last-applied-configuration": "{}",
+                "deployment.kubernetes.io/revision": "2",
+                translate.SPLIT_ANNOTATION: "{}",
+                "keep": "me",
+            },
+            **meta,
+        },
+        "spec": {"replicas": 5, "template": {"spec": {"containers": [{"name": "c"}]}}},
+        "status": {"replicas": 5},
+    }
+
+
+def test_namespace_name_is_deterministic_kcp_style() -> None:
+    a = translate.downstream_namespace(T, "root", "default")
+    assert a == translate.downstream_namespace(T, "root", "default")
+    assert a.startswith("kcp-") and len(a) == 16
+    assert a[4:].isalnum() and a[4:].islower()
+    others = {
+        translate.downstream_namespace(T, "root", "other"),
+        translate.downstream_namespace(T, "root:org", "default"),
+        translate.downstream_namespace(
+            translate.TargetRef("root", "west", "u-2"), "root", "default"
+        ),
+    }
+    assert a not in others and len(others) == 3
+
+
+def test_locator_round_trip() -> None:
+    ns = translate.namespace_object(T, "root:org", "team")
+    assert ns["metadata"]["labels"] == {translate.TARGET_LABEL: T.key}
+    assert translate.parse_locator(ns["metadata"]["annotations"]) == ("u-1", "root:org", "team")
+    loc = orjson.loads(ns["metadata"]["annotations"][translate.LOCATOR_ANNOTATION])
+    assert loc == {
+        "syncTarget": {"cluster": "root", "name": "east", "uid": "u-1"},
+        "cluster": "root:org",
+        "namespace": "team",
+    }
+
+
+@pytest.mark.parametrize(
+    "annotations",
+    [None, {}, {translate.LOCATOR_ANNOTATION: "not json"}, {translate.LOCATOR_ANNOTATION: "{}"}],
+)
+def test_unreadable_locators(annotations: dict[str, str] | None) -> None:
+    assert translate.parse_locator(annotations) is None
+
+
+def test_downstream_object_strips_server_fields() -> None:
+    up = _deployment()
+    down = translate.downstream_object("deployments", up, T, "root", replicas=3)
+    meta = down["metadata"]
+    for key in (
+        "uid",
+        "resourceVersion",
+        "generation",
+        "creationTimestamp",
+        "managedFields",
+        "ownerReferences",
+        "finalizers",
+    ):
+        assert key not in meta, key
+    assert "status" not in down
+    assert meta["namespace"] == translate.downstream_namespace(T, "root", "default")
+    assert meta["name"] == "web"
+    assert meta["labels"] == {"app": "web", translate.TARGET_LABEL: T.key}
+    annotations = meta["annotations"]
+    assert annotations["keep"] == "me"
+    assert annotations[translate.UPSTREAM_UID_ANNOTATION] == "up-uid"
+    assert annotations[translate.UPSTREAM_GENERATION_ANNOTATION] == "3"
+    for gone in (
+        "kcp.io/cluster",
+        "kubectl.kubernetes.io/last-applied-configuration",
+        "deployment.kubernetes.io/revision",
+        translate.SPLIT_ANNOTATION,
+    ):
+        assert gone not in annotations
+    assert down["spec"]["replicas"] == 3
+    # The upstream object is untouched.
+    assert up["spec"]["replicas"] == 5 and "uid" in up["metadata"]
+
+
+def test_deletion_fields_are_stripped() -> None:
+    up = _deployment(deletionTimestamp="2026-01-01T00:00:00Z", deletionGracePeriodSeconds=0)
+    meta = translate.downstream_object("deployments", up, T, "root")["metadata"]
+    assert "deletionTimestamp" not in meta and "deletionGracePeriodSeconds" not in meta
+
+
+@pytest.mark.parametrize(
+    ("spec", "expected"),
+    [
+        (
+            {
+                "clusterIP": "10.0.0.1",
+                "clusterIPs": ["10.0.0.1"],
+                "ipFamilies": ["IPv4"],
+                "ipFamilyPolicy": "SingleStack",
+                "type": "NodePort",
+                "ports": [{"port": 80, "nodePort": 30080}],
+            },
+            {"type": "NodePort", "ports": [{"port": 80}]},
+        ),
+        (
+            {"clusterIP": "None", "clusterIPs": ["None"], "ports": [{"port": 80}]},
+            {"clusterIP": "None", "clusterIPs": ["None"], "ports": [{"port": 80}]},
+        ),
+        (
+            {"type": "LoadBalancer", "healthCheckNodePort": 31000, "ports": []},
+            {"type": "LoadBalancer", "ports": []},
+        ),
+    ],
+)
+def test_service_allocations_are_left_to_each_cluster(
+    spec: dict[str, Any], expected: dict[str, Any]
+) -> None:
+    svc = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s", "uid": "u"}}
+    down = translate.downstream_object("services", {**svc, "spec": spec}, T, "root")
+    assert down["spec"] == expected
+
+
+@pytest.mark.parametrize(
+    ("resource", "obj", "skip"),
+    [
+        ("configmaps", {"metadata": {"name": "kube-root-ca.crt"}}, True),
+        ("configmaps", {"metadata": {"name": "app"}}, False),
+        ("serviceaccounts", {"metadata": {"name": "default"}}, True),
+        ("serviceaccounts", {"metadata": {"name": "builder"}}, False),
+        (
+            "secrets",
+            {"metadata": {"name": "t"}, "type": "kubernetes.io/service-account-token"},
+            True,
+        ),
+        ("secrets", {"metadata": {"name": "t"}, "type": "Opaque"}, False),
+        ("deployments", {"metadata": {"name": "default"}}, False),
+    ],
+)
+def test_never_synced(resource: str, obj: dict[str, Any], skip: bool) -> None:
+    assert translate.never_synced(resource, obj) is skip
+
+
+@pytest.mark.parametrize(
+    ("desired", "live", "drift"),
+    [
+        ({"a": 1}, {"a": 1, "b": 2}, False),  # extra fields downstream are not drift
+        ({"a": 1}, {"a": 2}, True),
+        ({"a": 1}, {}, True),
+        ({"a": {"b": [1, 2]}}, {"a": {"b": [1, 2], "c": 0}}, False),
+        ({"a": [1, 2]}, {"a": [1]}, True),
+        ({"a": [{"n": "x"}]}, {"a": [{"n": "x", "default": True}]}, False),
+        ({"a": [{"n": "x"}]}, {"a": [{"n": "y"}]}, True),
+        ({"a": True}, {"a": 1}, True),  # JSON true is not 1
+        ({"a": None}, {"a": None}, False),
+        ({"spec": {"replicas": 3}}, {"spec": {"replicas": 3}, "status": {"replicas": 1}}, False),
+    ],
+)
+def test_drifted(desired: Any, live: Any, drift: bool) -> None:
+    assert translate.drifted(desired, live) is drift
+
+
+def test_needs_apply_uses_the_applied_hash_and_drift() -> None:
+    desired = translate.downstream_object("deployments", _deployment(), T, "root", replicas=2)
+    assert translate.needs_apply(desired, None)
+    live = orjson.loads(orjson.dumps(desired))
+    live["status"] = {"replicas": 2}
+    live["metadata"]["uid"] = "down"
+    assert not translate.needs_apply(desired, live)
+    live["spec"]["replicas"] = 7  # scaled by hand downstream
+    assert translate.needs_apply(desired, live)
+    # A label removed upstream changes the hash, though the live object still holds everything.
+    up = _deployment()
+    up["metadata"]["labels"] = {}
+    fewer = translate.downstream_object("deployments", up, T, "root", replicas=2)
+    live = orjson.loads(orjson.dumps(desired))
+    assert translate.needs_apply(fewer, live)
+
+
+def test_ownership() -> None:
+    down = translate.downstream_object("configmaps", {"metadata": {"name": "c"}}, T, "root")
+    assert translate.is_owned(down, T)
+    assert not translate.is_owned({"metadata": {"name": "c"}}, T)
+    other = translate.TargetRef("root", "west", "u-2")
+    assert not translate.is_owned(down, other)
+    assert T.finalizer.startswith(translate.FINALIZER_PREFIX) and T.finalizer != other.finalizer
