@@ -5,8 +5,10 @@ differ only in how the request is authorized: system:masters is allowed at once;
 workspace access and RBAC, and is bound through 100 RoleBindings in its logical cluster (99 to
 small Roles, one to `edit`). The rounds alternate between the two identities, with the same
 32 HTTPS clients and the same ConfigMaps, and the figures are printed side by side.
-The clients share the machine's cores with the server, so compare the columns, not the totals.
-Run: python bench/auth_bench.py [--clients 32] [--objects 2000] [--rounds 3]
+The clients share the machine's cores with the server, so compare the columns, not the totals;
+the server's own handling time per request (`--server-timing`) is printed as well, as it does not
+depend on how busy the clients keep the CPU.
+Run: python bench/auth_bench.py [--clients 32] [--objects 2000] [--rounds 5]
 """
 
 from __future__ import annotations
@@ -80,8 +82,20 @@ async def _setup(session: aiohttp.ClientSession, base: str, bindings: int) -> No
         )
 
 
+def _handler_ms(response: aiohttp.ClientResponse) -> float:
+    """The server's own handling time (`--server-timing`), free of the clients' CPU noise."""
+    timing = response.headers.get("Server-Timing", "")
+    return float(timing.rpartition("dur=")[2]) if "dur=" in timing else 0.0
+
+
 async def _measure(
-    session: aiohttp.ClientSession, configmaps: str, prefix: str, *, clients: int, objects: int
+    session: aiohttp.ClientSession,
+    configmaps: str,
+    prefix: str,
+    *,
+    clients: int,
+    objects: int,
+    handler_ms: dict[str, list[float]],
 ) -> tuple[float, float]:
     """Creates/s of `objects` ConfigMaps, then gets/s of twice as many reads of them."""
 
@@ -90,11 +104,13 @@ async def _measure(
         async with session.post(configmaps, data=orjson.dumps(body)) as r:
             assert r.status == 201, await r.text()
             await r.read()
+            handler_ms.setdefault("creates/s", []).append(_handler_ms(r))
 
     async def get(i: int) -> None:
         async with session.get(f"{configmaps}/{prefix}-{i % objects}") as r:
             assert r.status == 200, await r.text()
             await r.read()
+            handler_ms.setdefault("gets/s", []).append(_handler_ms(r))
 
     created = await _run_concurrent(objects, clients, create)
     return created, await _run_concurrent(objects * 2, clients, get)
@@ -109,6 +125,7 @@ async def bench(
     configmaps = f"{base}/api/v1/namespaces/{NAMESPACE}/configmaps"
     tokens = {"admin": admin_token, "user": USER_TOKEN}
     rates: dict[tuple[str, str], list[float]] = {}
+    handler_ms: dict[str, dict[str, list[float]]] = {who: {} for who in tokens}
     connector = aiohttp.TCPConnector(ssl=ssl_ctx, limit=clients + 10)
     async with aiohttp.ClientSession(connector=connector) as setup:
         setup.headers.update(
@@ -121,7 +138,12 @@ async def bench(
             connector = aiohttp.TCPConnector(ssl=ssl_ctx, limit=clients + 10)
             async with aiohttp.ClientSession(connector=connector, headers=headers) as session:
                 created, got = await _measure(
-                    session, configmaps, f"{who}-{round_no}", clients=clients, objects=objects
+                    session,
+                    configmaps,
+                    f"{who}-{round_no}",
+                    clients=clients,
+                    objects=objects,
+                    handler_ms=handler_ms[who],
                 )
                 rates.setdefault(("creates/s", who), []).append(created)
                 rates.setdefault(("gets/s", who), []).append(got)
@@ -134,19 +156,24 @@ async def bench(
         admin = statistics.median(rates[(op, "admin")])
         user = statistics.median(rates[(op, "user")])
         print(f"{op:11s} {admin:15.0f} {user:24.0f} {(user - admin) / admin * 100:+10.1f}%")
+    print("# server-side handling time per request (Server-Timing), median in microseconds")
+    for op, label in (("creates/s", "create"), ("gets/s", "get")):
+        admin = statistics.median(handler_ms["admin"][op]) * 1000
+        user = statistics.median(handler_ms["user"][op]) * 1000
+        print(f"{label:11s} {admin:15.0f} {user:24.0f} {(user - admin) / admin * 100:+10.1f}%")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--clients", type=int, default=32)
     parser.add_argument("--objects", type=int, default=2000)
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         tokens = Path(tmp) / "tokens.csv"
         tokens.write_text(f"{USER_TOKEN},bench-user,bench-uid\n")
         server = server_process.start_server(
-            Path(tmp), extra_args=("--token-auth-file", str(tokens))
+            Path(tmp), extra_args=("--token-auth-file", str(tokens), "--server-timing")
         )
         try:
             asyncio.run(bench(server, args.clients, args.objects, args.rounds))
