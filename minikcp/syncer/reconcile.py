@@ -88,6 +88,8 @@ async def reconcile(ctx: Context, w: TargetWorker, key: ItemKey) -> float | None
             await status_up(ctx, cluster, namespace, name)
         return result
     obj = await _prepare_upstream(ctx, w, synced, rctx, obj, placed)
+    if not w.health.ready and resource == DEPLOYMENTS:
+        await status_up(ctx, cluster, namespace, name)  # it shows the target as unreachable
     w.require_ready()
     await _ensure_namespace(w, cluster, namespace, dns)
     share = None

@@ -153,21 +153,17 @@ class Syncer:
             namespace = meta.get("namespace", "")
             key: ItemKey = (s.name, obj.cluster, namespace, meta.get("name", ""))
             workers = self.workers_for(obj.cluster)
-            if workers and s.name == reconcile.DEPLOYMENTS and kind != watching.DELETED:
-                await self._hand_over(obj.cluster, namespace)
+            if workers and s.name == reconcile.DEPLOYMENTS:
+                self._hand_over(obj.cluster, namespace)
             for w in workers:
                 w.enqueue(key)
 
         return handle
 
-    async def _hand_over(self, cluster: str, namespace: str) -> None:
-        """Deployment status in a namespace placed on sync targets comes from downstream; in
-        one placed nowhere the registry reports rollouts itself again."""
-        owners = self.registry.deployment_status
-        if await reconcile.placed_targets(self, cluster, namespace):
-            owners.hand_over(cluster, namespace)
-        else:
-            owners.take_back(cluster, namespace)
+    def _hand_over(self, cluster: str, namespace: str) -> None:
+        """In a logical cluster served by sync targets, Deployment status comes from downstream
+        (a Deployment placed nowhere reports none, as in kcp), never from the registry."""
+        self.registry.deployment_status.hand_over(cluster, namespace)
 
     async def _on_namespace(self, kind: str, obj: StoredObject) -> None:
         meta = obj.metadata
@@ -187,7 +183,7 @@ class Syncer:
             self._namespace_marks[key] = mark
         if before is None and kind == watching.ADDED:
             if self.workers_for(obj.cluster):
-                await self._hand_over(obj.cluster, key[1])
+                self._hand_over(obj.cluster, key[1])
             return  # a new namespace holds nothing yet
         if before == mark:
             return
@@ -198,7 +194,6 @@ class Syncer:
         workers = self.workers_for(cluster)
         if not workers:
             return
-        await self._hand_over(cluster, namespace)
         for name in workers[0].synced:
             s = workers[0].synced[name]
             listing = await self.registry.store(s.rt).list(
@@ -218,12 +213,10 @@ class Syncer:
                     RequestContext(cluster=cluster), "", list_options.ListOptions()
                 )
                 for item in listing.items:
-                    key: ItemKey = (
-                        name,
-                        item.cluster,
-                        item.metadata.get("namespace", ""),
-                        item.metadata.get("name", ""),
-                    )
+                    namespace = item.metadata.get("namespace", "")
+                    key: ItemKey = (name, item.cluster, namespace, item.metadata.get("name", ""))
+                    if name == reconcile.DEPLOYMENTS:
+                        self._hand_over(item.cluster, namespace)
                     for w in self.workers_for(item.cluster):
                         w.enqueue(key)
 
@@ -295,6 +288,11 @@ class Syncer:
             reconcile=lambda w, k: reconcile.reconcile(self, w, k),
             on_health=self._on_health,
         )
+        # A target that answered before (the last run) keeps its placements from the start, so a
+        # restart does not re-split replicas while the first probes are on their way.
+        worker.health.reached = bool((view.get("status") or {}).get("lastSyncerHeartbeatTime"))
+        for cluster in serves - {"*"}:
+            self._hand_over(cluster, "default")  # exists in every cluster without an event
         assert self._tasks is not None
         task = self._tasks.create_task(worker.run(), name=f"sync-target-{key[0]}-{key[1]}")
         self._running[key] = _Running(worker, task, fingerprint)

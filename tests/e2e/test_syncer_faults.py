@@ -1,0 +1,164 @@
+"""Syncer fault tests with real processes: a target going away and coming back, minikcp restarted
+mid-rollout. Each test stops and restarts its own servers."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests import server_process
+from tests.e2e import syncer_env as env
+from tests.server_process import ServerProcess
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture
+def procs() -> Iterator[list[ServerProcess]]:
+    """Servers a test starts; all stopped (and checked for tracebacks) at its end."""
+    started: list[ServerProcess] = []
+    yield started
+    for proc in started:
+        proc.stop()
+    for proc in started:
+        assert "Traceback" not in proc.log(), proc.log()
+
+
+def _start(procs: list[ServerProcess], work: Path, *args: str, **kw: object) -> ServerProcess:
+    proc = server_process.start_server(work, extra_args=args, **kw)  # type: ignore[arg-type]
+    procs.append(proc)
+    return proc
+
+
+def _uid(down: ServerProcess, ns: str, *args: str) -> str | None:
+    obj = env.down_get(down, ns, *args)
+    return None if obj is None else str(obj["metadata"]["uid"])
+
+
+def test_target_down_and_back(procs: list[ServerProcess], tmp_path: Path, cluster: str) -> None:
+    up = _start(procs, tmp_path, *env.UPSTREAM_ARGS)
+    down = _start(procs, tmp_path, *env.DOWNSTREAM_ARGS)
+    env.attach(up, cluster, "solo", down)
+    ns = env.downstream_ns(up, cluster, "solo")
+    up.kubectl("create", "deployment", "web", "--image=nginx", "--replicas=2", cluster=cluster)
+    for name in ("keep", "doomed"):
+        up.kubectl("create", "configmap", name, cluster=cluster)
+    env.eventually(lambda: _uid(down, ns, "configmap", "doomed"), what="doomed downstream")
+    up.kubectl("rollout", "status", "deployment/web", "--timeout=30s", cluster=cluster)
+    keep_uid = _uid(down, ns, "configmap", "keep")
+    web_uid = _uid(down, ns, "deployment", "web")
+
+    down.stop()
+    stopped = time.monotonic()
+    up.kubectl(
+        "wait", "--for=condition=Ready=False", "synctarget/solo", "--timeout=30s", cluster=cluster
+    )
+    assert time.monotonic() - stopped < 30
+    target = env.get(up, cluster, "synctarget", "solo")
+    assert env.condition(target, "HeartbeatHealthy")["reason"] == "ErrorHeartbeat"
+    unreachable = env.eventually(
+        lambda: (
+            env.condition(env.get(up, cluster, "deployment", "web"), "Available").get("reason")
+            == "ClusterUnreachable"
+        ),
+        what="upstream Deployment marked unreachable",
+    )
+    assert unreachable
+    # Changes while the target is down wait for it; a delete does not wait forever.
+    up.kubectl("scale", "deployment/web", "--replicas=3", cluster=cluster)
+    up.kubectl("create", "configmap", "new", cluster=cluster)
+    deleting = time.monotonic()
+    up.kubectl("delete", "configmap", "doomed", "--wait=false", cluster=cluster)
+    assert env.find(up, cluster, "configmap", "doomed") is not None  # held by the finalizer
+    env.eventually(
+        lambda: env.find(up, cluster, "configmap", "doomed") is None,
+        timeout=30,
+        what="the deletion timeout to release the upstream object",
+    )
+    assert time.monotonic() - deleting >= 4  # --sync-deletion-timeout is 6 s
+    assert "left downstream" in up.log()
+
+    down = _start(procs, tmp_path, *env.DOWNSTREAM_ARGS, root=down.root, port=down.port)
+    up.kubectl("wait", "--for=condition=Ready", "synctarget/solo", "--timeout=30s", cluster=cluster)
+    env.eventually(
+        lambda: (
+            (env.down_get(down, ns, "deployment", "web") or {}).get("spec", {}).get("replicas") == 3
+        ),
+        what="the scale made while down",
+    )
+    env.eventually(lambda: _uid(down, ns, "configmap", "new"), what="the object made while down")
+    env.eventually(
+        lambda: _uid(down, ns, "configmap", "doomed") is None, what="the leftover removed"
+    )
+    # Nothing that should stay was deleted and re-created.
+    assert _uid(down, ns, "configmap", "keep") == keep_uid
+    assert _uid(down, ns, "deployment", "web") == web_uid
+    up.kubectl("rollout", "status", "deployment/web", "--timeout=30s", cluster=cluster)
+
+
+def test_minikcp_restarted_mid_rollout(
+    procs: list[ServerProcess], tmp_path: Path, cluster: str
+) -> None:
+    up = _start(procs, tmp_path, *env.UPSTREAM_ARGS)
+    east = _start(procs, tmp_path, *env.DOWNSTREAM_ARGS)
+    west = _start(procs, tmp_path, *env.DOWNSTREAM_ARGS)
+    env.attach(up, cluster, "east", east)
+    env.attach(up, cluster, "west", west)
+    east_ns, west_ns = (env.downstream_ns(up, cluster, t) for t in ("east", "west"))
+    up.kubectl("create", "configmap", "settings", cluster=cluster)
+    up.kubectl("apply", "-f", "-", input=_slow_web(5, ready_after=6), cluster=cluster)
+    objects = [
+        (down, ns, kind, name)
+        for down, ns in ((east, east_ns), (west, west_ns))
+        for kind, name in (("deployment", "web"), ("configmap", "settings"))
+    ]
+    env.eventually(lambda: all(_uid(down, ns, kind, name) for down, ns, kind, name in objects))
+    before = [_uid(down, ns, kind, name) for down, ns, kind, name in objects]
+    # Pods take 6 s to become Ready: the rollout is still going when minikcp stops.
+    progress = env.get(up, cluster, "deployment", "web")
+    assert env.condition(progress, "Available").get("status") != "True"
+
+    assert up.stop() == 0
+    up = _start(procs, tmp_path, *env.UPSTREAM_ARGS, root=up.root, port=up.port)
+    out = up.kubectl("rollout", "status", "deployment/web", "--timeout=40s", cluster=cluster)
+    assert "successfully rolled out" in out.stdout
+    time.sleep(2)
+    after = [_uid(down, ns, kind, name) for down, ns, kind, name in objects]
+    assert after == before  # nothing was deleted or re-created across the restart
+    dep = env.get(up, cluster, "deployment", "web")
+    split = dep["metadata"]["annotations"]["workload.minikcp.io/replica-split"]
+    assert split == '{"east":3,"west":2}'
+    assert dep["status"]["availableReplicas"] == 5
+    # The syncer works on after the restart.
+    up.kubectl("scale", "deployment/web", "--replicas=6", cluster=cluster)
+    env.eventually(lambda: _replicas(west, west_ns) == 3, what="the scale after the restart")
+
+
+def _replicas(down: ServerProcess, ns: str) -> int | None:
+    obj = env.down_get(down, ns, "deployment", "web")
+    return None if obj is None else int(obj["spec"]["replicas"])
+
+
+def _slow_web(replicas: int, *, ready_after: int) -> str:
+    return json.dumps(
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "web"},
+            "spec": {
+                "replicas": replicas,
+                "selector": {"matchLabels": {"app": "web"}},
+                "template": {
+                    "metadata": {
+                        "labels": {"app": "web"},
+                        "annotations": {"sim.minikcp.io/ready-after": str(ready_after)},
+                    },
+                    "spec": {"containers": [{"name": "web", "image": "nginx"}]},
+                },
+            },
+        }
+    )
