@@ -401,3 +401,25 @@ def test_a_restarted_simulator_finishes_the_rollout_without_duplicates(
     finally:
         assert second.stop() == 0
     assert "Traceback" not in second.log()
+
+
+def test_a_replica_set_that_cannot_be_created_shows_in_progressing(kubectl: Kubectl) -> None:
+    # Valid as a Deployment, but "<name>-<hash>" is too long for a ReplicaSet.
+    name = "x" * 250
+    body = json.loads(deployment_yaml("long", annotations={}, deadline=600))
+    body["metadata"]["name"] = name
+    kubectl("apply", "-f", "-", input=json.dumps(body))
+
+    def failed() -> dict[str, Any] | None:
+        status = kubectl.get("deployment", name).get("status") or {}
+        conditions = {c["type"]: c for c in status.get("conditions", [])}
+        progressing = conditions.get("Progressing")
+        if progressing and progressing["reason"] == "ReplicaSetCreateError":
+            return progressing
+        return None
+
+    progressing = eventually(failed)
+    assert progressing["status"] == "False"
+    assert progressing["message"].startswith(f'Failed to create new replica set "{name}-')
+    assert "must be no more than 253 characters" in progressing["message"]
+    assert not items(kubectl, "replicasets", "app=long")
