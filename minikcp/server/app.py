@@ -9,7 +9,7 @@ from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 
-from minikcp.auth import authn, authorizer
+from minikcp.auth import authn, authorizer, service_accounts
 from minikcp.machinery import errors, request_info, users
 from minikcp.registry import registry
 from minikcp.server import encoding, nonresource, resources
@@ -87,6 +87,8 @@ def build_app(
         info = request_info.parse(request.method, request.path, watch_param=watch)
         # authenticate -> (resolve the cluster path) -> authorize -> handle
         user = _authenticate(request, authenticator)
+        if user.uid and not await service_accounts.account_exists(reg, user):
+            raise authn.UNAUTHORIZED
         if user is not authn.ANONYMOUS:  # who may not get further learns nothing of paths
             info = await _logical_cluster(info, user, resolve_cluster)
         await _authorize(reg, info, user, request)
