@@ -158,8 +158,26 @@ def test_tenant_with_edit_in_one_namespace(auth_server: ServerProcess) -> None:
         'cannot create resource "roles" in API group "rbac.authorization.k8s.io"'
         in alice.denied("-n", "team", "create", "role", "r", "--verb=get", "--resource=pods")
     )
+    _admin(
+        auth_server, cluster, "-n", "other", "create", "configmap", "theirs", "--from-literal=a=1"
+    )
+    before = _admin(auth_server, cluster, "-n", "other", "get", "configmap", "theirs", "-o", "json")
+    cert = _client_cert(alice)
+    theirs = f"/clusters/{cluster}/api/v1/namespaces/other/configmaps"
+    body = b'{"metadata":{"name":"theirs"},"data":{"a":"2"}}'
+    for verb, method, path in (
+        ("patch", "PATCH", f"{theirs}/theirs"),
+        ("update", "PUT", f"{theirs}/theirs"),
+        ("delete", "DELETE", f"{theirs}/theirs"),
+        ("deletecollection", "DELETE", theirs),
+        ("create", "POST", f"{theirs}?dryRun=All"),
+    ):
+        code, status = _request(auth_server, method, path, cert=cert, body=body)
+        assert (code, status["reason"]) == (403, "Forbidden"), verb
+        assert f'cannot {verb} resource "configmaps"' in str(status["message"]), verb
     # nothing was changed by the denied requests
-    assert _admin(auth_server, cluster, "-n", "other", "get", "configmaps", "-o", "name") == ""
+    after = _admin(auth_server, cluster, "-n", "other", "get", "configmap", "theirs", "-o", "json")
+    assert orjson.loads(after) == orjson.loads(before)
     assert _admin(auth_server, cluster, "-n", "team", "get", "roles", "-o", "name") == ""
 
     # another logical cluster: nothing at all, discovery included
