@@ -671,3 +671,42 @@ def test_service_account_tokens_with_the_python_client(auth_server: ServerProces
     with pytest.raises(ApiException) as gone:
         bot.list_namespaced_config_map("team")
     assert gone.value.status == 401
+
+
+def test_aggregated_cluster_roles_show_their_rules(auth_server: ServerProcess) -> None:
+    import time
+
+    cluster = _cluster()
+
+    def apply(manifest: str) -> None:
+        auth_server.kubectl("apply", "-f", "-", cluster=cluster, input=manifest)
+
+    def rules_of(name: str) -> list[object]:
+        out = _admin(auth_server, cluster, "get", "clusterrole", name, "-o", "json")
+        return list(orjson.loads(out).get("rules") or [])
+
+    def eventually(name: str, wanted: list[object]) -> None:
+        deadline = time.monotonic() + 10
+        while rules_of(name) != wanted and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert rules_of(name) == wanted
+
+    apply(
+        "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: all-x\n"
+        "aggregationRule:\n  clusterRoleSelectors:\n  - matchLabels: {team: x}\n"
+    )
+    apply(
+        "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: x-pods\n"
+        "  labels: {team: x}\nrules:\n- apiGroups: ['']\n  resources: [pods]\n  verbs: [get]\n"
+    )
+    pods = {"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}
+    eventually("all-x", [pods])
+    apply(
+        "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: x-leases\n"
+        "  labels: {team: x}\nrules:\n- apiGroups: [coordination.k8s.io]\n  resources: [leases]\n"
+        "  verbs: [list]\n"
+    )
+    leases = {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["list"]}
+    eventually("all-x", [leases, pods])  # sorted by the name of the role they come from
+    auth_server.kubectl("delete", "clusterrole", "x-pods", cluster=cluster)
+    eventually("all-x", [leases])
