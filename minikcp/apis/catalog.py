@@ -122,6 +122,7 @@ def _status(group: str, version: str, kind: str) -> Subresource:
 
 
 _SCALE = Subresource("scale", "autoscaling", "v1", "Scale", STATUS_VERBS)
+_TOKEN = Subresource("token", "authentication.k8s.io", "v1", "TokenRequest", ("create",))
 
 
 def _rt(
@@ -144,6 +145,8 @@ def _rt(
             subresources.append(_status(group, version, kind))
         elif sub == "scale":
             subresources.append(_SCALE)
+        elif sub == "token":
+            subresources.append(_TOKEN)
         elif sub == "finalize":
             subresources.append(Subresource("finalize", group, version, kind, ("update",)))
     package = _PACKAGES[group]
@@ -204,7 +207,7 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
         subs=("status",),
     ),
     _rt("v1", "Secret", "secrets", namespaced=True),
-    _rt("v1", "ServiceAccount", "serviceaccounts", namespaced=True, short=("sa",)),
+    _rt("v1", "ServiceAccount", "serviceaccounts", namespaced=True, short=("sa",), subs=("token",)),
     _rt(
         "v1",
         "Service",
@@ -280,6 +283,13 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
         "authorization.k8s.io/v1",
         "SelfSubjectRulesReview",
         "selfsubjectrulesreviews",
+        namespaced=False,
+        verbs=("create",),
+    ),
+    _rt(
+        "authorization.k8s.io/v1",
+        "SubjectAccessReview",
+        "subjectaccessreviews",
         namespaced=False,
         verbs=("create",),
     ),

@@ -32,7 +32,7 @@ class Credentials:
     admin_token: str
 
 
-def _write_private(path: Path, data: bytes) -> None:
+def write_private(path: Path, data: bytes) -> None:
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "wb") as f:
         f.write(data)
@@ -43,7 +43,7 @@ def _key() -> ec.EllipticCurvePrivateKey:
     return ec.generate_private_key(ec.SECP256R1())
 
 
-def _pem_key(key: ec.EllipticCurvePrivateKey) -> bytes:
+def pem_key(key: ec.EllipticCurvePrivateKey) -> bytes:
     return key.private_bytes(
         serialization.Encoding.PEM,
         serialization.PrivateFormat.PKCS8,
@@ -101,8 +101,8 @@ def ensure_credentials(root: Path, hosts: list[str]) -> Credentials:
             )
             .sign(ca_key, hashes.SHA256())
         )
-        _write_private(ca_key_path, _pem_key(ca_key))
-        _write_private(creds.ca_cert, ca.public_bytes(serialization.Encoding.PEM))
+        write_private(ca_key_path, pem_key(ca_key))
+        write_private(creds.ca_cert, ca.public_bytes(serialization.Encoding.PEM))
         for stale in (creds.serving_cert, creds.admin_cert):
             stale.unlink(missing_ok=True)
     ca_key_loaded = serialization.load_pem_private_key(ca_key_path.read_bytes(), None)
@@ -127,8 +127,8 @@ def ensure_credentials(root: Path, hosts: list[str]) -> Credentials:
             .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
             .sign(ca_key_loaded, hashes.SHA256())
         )
-        _write_private(creds.serving_key, _pem_key(key))
-        _write_private(creds.serving_cert, cert.public_bytes(serialization.Encoding.PEM))
+        write_private(creds.serving_key, pem_key(key))
+        write_private(creds.serving_cert, cert.public_bytes(serialization.Encoding.PEM))
 
     if not creds.admin_cert.exists():
         key = _key()
@@ -146,12 +146,12 @@ def ensure_credentials(root: Path, hosts: list[str]) -> Credentials:
             .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
             .sign(ca_key_loaded, hashes.SHA256())
         )
-        _write_private(creds.admin_key, _pem_key(key))
-        _write_private(creds.admin_cert, cert.public_bytes(serialization.Encoding.PEM))
+        write_private(creds.admin_key, pem_key(key))
+        write_private(creds.admin_cert, cert.public_bytes(serialization.Encoding.PEM))
 
     token_path = root / "admin-token"
     if not token_path.exists():
-        _write_private(token_path, secrets.token_urlsafe(32).encode())
+        write_private(token_path, secrets.token_urlsafe(32).encode())
     token = token_path.read_text().strip()
     return Credentials(
         ca_cert=creds.ca_cert,
@@ -173,3 +173,35 @@ def _covers(cert_path: Path, hosts: list[str]) -> bool:
     names |= set(san.get_values_for_type(x509.DNSName))
     wanted = {h for h in hosts if h not in ("0.0.0.0", "::")}
     return wanted <= names
+
+
+def issue_client_certificate(
+    root: Path, user: str, groups: tuple[str, ...], *, days: int = 365
+) -> tuple[bytes, bytes]:
+    """A client certificate (CN = user, O = each group) signed by the CA under root: PEM cert
+    and PEM key. Nothing is written: the caller decides where the credentials go."""
+    ca_key = serialization.load_pem_private_key((root / "ca.key").read_bytes(), None)
+    assert isinstance(ca_key, ec.EllipticCurvePrivateKey)
+    ca_cert = x509.load_pem_x509_certificate((root / "ca.crt").read_bytes())
+    key = _key()
+    subject = x509.Name(
+        [x509.NameAttribute(NameOID.ORGANIZATION_NAME, g) for g in groups]
+        + [x509.NameAttribute(NameOID.COMMON_NAME, user)]
+    )
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(ca_cert.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=days))
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
+    return cert.public_bytes(serialization.Encoding.PEM), pem_key(key)
+
+
+def load_ca(root: Path) -> x509.Certificate:
+    return x509.load_pem_x509_certificate((root / "ca.crt").read_bytes())

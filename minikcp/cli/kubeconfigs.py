@@ -62,3 +62,40 @@ def write(path: Path, config: dict[str, Any]) -> None:
     tmp.write_text(dump(config))
     tmp.chmod(0o600)
     tmp.replace(path)
+
+
+def build_for_user(
+    ca_cert: Path,
+    *,
+    user: str,
+    cert_pem: bytes,
+    key_pem: bytes,
+    base_url: str,
+    cluster: str,
+) -> dict[str, Any]:
+    """One context, named after the logical cluster, acting as `user` with a client certificate."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [
+            {
+                "name": cluster,
+                "cluster": {
+                    "server": f"{base_url}/clusters/{cluster}",
+                    "certificate-authority-data": _b64(ca_cert),
+                },
+            }
+        ],
+        "users": [
+            {
+                "name": user,
+                "user": {
+                    "client-certificate-data": base64.b64encode(cert_pem).decode(),
+                    "client-key-data": base64.b64encode(key_pem).decode(),
+                },
+            }
+        ],
+        "contexts": [{"name": cluster, "context": {"cluster": cluster, "user": user}}],
+        "current-context": cluster,
+        "preferences": {},
+    }

@@ -57,6 +57,12 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="send each response's handling time in a Server-Timing header (for benchmarks)",
     )
+    start.add_argument(
+        "--token-auth-file",
+        default=None,
+        type=Path,
+        help='static bearer tokens, kube-apiserver\'s CSV format: token,user,uid,"group1,group2"',
+    )
     sync = start.add_argument_group("syncer (physical clusters attached as SyncTargets)")
     sync.add_argument(
         "--sync-resources",
@@ -122,6 +128,15 @@ def _parser() -> argparse.ArgumentParser:
     kc.add_argument("--root-dir", default=".minikcp", type=Path)
     kc.add_argument("--cluster", default="root", help="logical cluster path, e.g. root:org")
     kc.add_argument("--server", default="", help="base URL (default: from admin.kubeconfig)")
+    kc.add_argument(
+        "--user",
+        default="",
+        help="write a client certificate for this user instead of the admin credentials",
+    )
+    kc.add_argument("--groups", default="", help="with --user: its groups, comma-separated")
+    kc.add_argument(
+        "--days", default=365, type=int, help="with --user: days the certificate is valid"
+    )
     kc.add_argument("-o", "--output", type=Path, default=None)
     attach.add_parsers(sub)
     sub.add_parser("version", help="print the version")
@@ -166,6 +181,7 @@ def main(argv: list[str] | None = None) -> int:
         retain_seconds=args.retain_seconds,
         watch_cache_size=args.watch_cache_size,
         server_timing=args.server_timing,
+        token_auth_file=args.token_auth_file,
         sync=sync_target.Settings(
             probe_interval=args.sync_probe_interval,
             heartbeat_threshold=args.sync_heartbeat_threshold,
@@ -203,16 +219,29 @@ def _kubeconfig(args: argparse.Namespace) -> int:
     if not (root / "ca.crt").exists():
         print(f"minikcp: no credentials under {root}; run `minikcp start` first", file=sys.stderr)
         return 1
-    creds = pki.ensure_credentials(root, [])
     base = args.server
     if not base:
         import yaml
 
         admin = yaml.safe_load((root / "admin.kubeconfig").read_text())
         base = next(c["cluster"]["server"] for c in admin["clusters"] if c["name"] == "base")
-    config = kubeconfigs.build(
-        creds, base_url=base.rstrip("/"), current=args.cluster, clusters=(args.cluster,)
-    )
+    base = base.rstrip("/")
+    if args.user:
+        groups = tuple(g.strip() for g in args.groups.split(",") if g.strip())
+        cert, key = pki.issue_client_certificate(root, args.user, groups, days=args.days)
+        config = kubeconfigs.build_for_user(
+            root / "ca.crt",
+            user=args.user,
+            cert_pem=cert,
+            key_pem=key,
+            base_url=base,
+            cluster=args.cluster,
+        )
+    else:
+        creds = pki.ensure_credentials(root, [])
+        config = kubeconfigs.build(
+            creds, base_url=base, current=args.cluster, clusters=(args.cluster,)
+        )
     if args.output:
         kubeconfigs.write(args.output, config)
     else:

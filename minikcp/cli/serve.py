@@ -16,12 +16,12 @@ from urllib.parse import urlparse
 
 from aiohttp import web
 
-from minikcp.auth import authn, pki
+from minikcp.auth import authn, pki, service_accounts, tls, token_file
 from minikcp.cli import kubeconfigs
 from minikcp.controllers import crds as crd_controller
 from minikcp.controllers import workload_simulator
-from minikcp.machinery import users
-from minikcp.registry import registry
+from minikcp.machinery import rbac, users
+from minikcp.registry import registry, token_requests
 from minikcp.server import app as server_app
 from minikcp.syncer import syncer as workload_syncer
 from minikcp.syncer import target as sync_target
@@ -44,6 +44,7 @@ class ServeOptions:
     retain_seconds: float = 300.0
     watch_cache_size: int = 10_000
     server_timing: bool = False
+    token_auth_file: Path | None = None
     sync: sync_target.Settings = dataclasses.field(default_factory=sync_target.Settings)
     sync_resources: tuple[str, ...] = ()
     # Act as a physical cluster: Deployments get ReplicaSets and Pods (None: no simulation).
@@ -91,11 +92,26 @@ async def open_storage(options: ServeOptions) -> storage_interface.Storage:
 
 
 def _ssl_context(creds: pki.Credentials) -> ssl.SSLContext:
-    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    ctx.load_cert_chain(creds.serving_cert, creds.serving_key)
-    ctx.load_verify_locations(creds.ca_cert)
-    ctx.verify_mode = ssl.CERT_OPTIONAL
-    return ctx
+    return tls.serving_context(creds.serving_cert, creds.serving_key, creds.ca_cert)
+
+
+def _authenticator(
+    options: ServeOptions, creds: pki.Credentials, key: service_accounts.SigningKey
+) -> authn.Authenticator:
+    admin = users.UserInfo(pki.ADMIN_USER, (pki.ADMIN_GROUP, rbac.AUTHENTICATED))
+    tokens = {creds.admin_token: admin}
+    if options.token_auth_file is not None:
+        try:
+            tokens.update(token_file.load(options.token_auth_file))
+        except token_file.TokenFileError as exc:
+            raise StartupError(str(exc)) from None
+    return authn.Authenticator(
+        certificates=authn.CertificateAuthenticator(pki.load_ca(options.root_dir)),
+        tokens=tokens,
+        service_account_tokens=service_accounts.TokenVerifier(
+            key, issuer=token_requests.ISSUER, audiences=(token_requests.ISSUER,)
+        ),
+    )
 
 
 async def serve(options: ServeOptions) -> None:
@@ -123,6 +139,8 @@ async def serve(options: ServeOptions) -> None:
     public_host = "127.0.0.1" if host in ("0.0.0.0", "::") else host
     base_url = f"https://{public_host}:{options.secure_port}"
     kubeconfigs.write(root / "admin.kubeconfig", kubeconfigs.build(creds, base_url=base_url))
+    signing_key = service_accounts.SigningKey.load_or_create(root)
+    authenticator = _authenticator(options, creds, signing_key)
 
     store = await open_storage(options)
     try:
@@ -133,7 +151,11 @@ async def serve(options: ServeOptions) -> None:
         )
         async with asyncio.TaskGroup() as tasks:
             hub_task = tasks.create_task(hub.run(), name="watch-hub")
-            reg = await registry.Registry.open(store, hub)
+            reg = await registry.Registry.open(
+                store,
+                hub,
+                service_account_tokens=token_requests.TokenSettings(sign=signing_key.sign),
+            )
             registry_task = tasks.create_task(reg.run(), name="registry")
             syncer = workload_syncer.Syncer(
                 reg, options.sync, extra_resources=options.sync_resources
@@ -144,13 +166,6 @@ async def serve(options: ServeOptions) -> None:
                 simulator = workload_simulator.WorkloadSimulator(reg, options.simulate_workloads)
                 simulator_task = tasks.create_task(simulator.run(), name="workload-simulator")
             crd_task = tasks.create_task(crd_controller.CrdController(reg).run(), name="crds")
-            authenticator = authn.Authenticator(
-                tokens={
-                    creds.admin_token: users.UserInfo(
-                        pki.ADMIN_USER, (pki.ADMIN_GROUP, "system:authenticated")
-                    )
-                }
-            )
             application = server_app.build_app(
                 reg, authenticator, ready=ready.is_set, server_timing=options.server_timing
             )

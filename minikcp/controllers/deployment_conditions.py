@@ -19,6 +19,7 @@ NO_PROGRESS_DEADLINE = 2**31 - 1
 NEW_RS_CREATED = "NewReplicaSetCreated"
 FOUND_NEW_RS = "FoundNewReplicaSet"
 RS_UPDATED = "ReplicaSetUpdated"
+RS_CREATE_ERROR = "ReplicaSetCreateError"
 NEW_RS_AVAILABLE = "NewReplicaSetAvailable"
 TIMED_OUT = "ProgressDeadlineExceeded"
 PAUSED = "DeploymentPaused"
@@ -177,6 +178,7 @@ def deployment_status(
     if not paused:
         # A paused Deployment is only scaled (the controller's `sync`): no progress estimate.
         _rollout_conditions(deployment, previous, status, new_rs, name, now)
+    _replica_failure(status, replica_sets, new_rs)
     # Zero counts are left out, as Go's omitempty does.
     for key in ("replicas", "updatedReplicas", "readyReplicas", "availableReplicas"):
         if not status[key]:
@@ -186,6 +188,34 @@ def deployment_status(
     if not status["observedGeneration"]:
         del status["observedGeneration"]
     return status
+
+
+def _replica_failure(
+    status: dict[str, Any],
+    replica_sets: Sequence[Mapping[str, Any]],
+    new_rs: Mapping[str, Any] | None,
+) -> None:
+    """getReplicaFailures: a ReplicaSet's ReplicaFailure (the new one's first) shows here."""
+    ordered = ([new_rs] if new_rs is not None else []) + [
+        rs for rs in replica_sets if rs is not new_rs
+    ]
+    for rs in ordered:
+        failed = condition(rs.get("status") or {}, "ReplicaFailure")
+        if failed is not None:
+            since = failed.get("lastTransitionTime", "")
+            set_condition(
+                status,
+                {
+                    "type": "ReplicaFailure",
+                    "status": failed.get("status", "True"),
+                    "lastUpdateTime": since,
+                    "lastTransitionTime": since,
+                    "reason": failed.get("reason", ""),
+                    "message": failed.get("message", ""),
+                },
+            )
+            return
+    remove_condition(status, "ReplicaFailure")
 
 
 def _pause_conditions(

@@ -65,6 +65,8 @@ class DeploymentPass:
             except errors.StatusError as exc:
                 if exc.reason == "AlreadyExists":
                     await self._collided(body["metadata"]["name"])
+                else:
+                    await self._create_failed(body["metadata"]["name"], exc)
                 raise
             created = True
             self.writes += 1
@@ -99,6 +101,24 @@ class DeploymentPass:
         self.old_rss = synced[1:] if new_rs is not None else synced
         await self._cleanup_history()
         await self._write_deployment_status(created)
+
+    async def _create_failed(self, name: str, exc: errors.StatusError) -> None:
+        """As the controller: a rollout whose ReplicaSet cannot be created is not progressing."""
+        if not deployment_conditions.has_progress_deadline(self.deployment):
+            return
+        status = dict(self.deployment.get("status") or {})
+        deployment_conditions.set_condition(
+            status,
+            deployment_conditions.new_condition(
+                "Progressing",
+                "False",
+                deployment_conditions.RS_CREATE_ERROR,
+                f'Failed to create new replica set "{name}": {exc.message}',
+                self.now,
+            ),
+        )
+        if status != self.deployment.get("status"):
+            await self.objects.write_status("deployments", self.ctx, self.deployment, status)
 
     async def _collided(self, name: str) -> None:
         """The new ReplicaSet's name is taken by one this Deployment does not own: count a

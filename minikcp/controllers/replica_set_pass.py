@@ -14,7 +14,12 @@ from typing import Any
 
 from minikcp.controllers import pod_lifecycle, rollout
 from minikcp.controllers.workload_objects import WorkloadObjects
+from minikcp.machinery import errors
 from minikcp.registry.objects import RequestContext, StoredObject
+
+REPLICA_FAILURE = "ReplicaFailure"
+# How soon a ReplicaSet whose pods could not be created or deleted tries again.
+RETRY_FAILED = 5.0
 
 
 @dataclass(slots=True)
@@ -31,9 +36,16 @@ class Outcome:
 
 
 def replica_set_status(
-    rs: Mapping[str, Any], pods: list[Mapping[str, Any]], now: float
+    rs: Mapping[str, Any],
+    pods: list[Mapping[str, Any]],
+    now: float,
+    *,
+    failure: tuple[str, str] | None = None,
 ) -> dict[str, Any]:
-    """The ReplicaSet controller's status from its pods (zero counts left out but replicas)."""
+    """The ReplicaSet controller's status from its pods (zero counts left out but replicas).
+
+    `failure` is (reason, message) of a failed pod create or delete: a ReplicaFailure condition,
+    kept as it was while the failure lasts and removed once one pass succeeds."""
     min_ready = rs.get("spec", {}).get("minReadySeconds", 0) or 0
     template_labels = rs.get("spec", {}).get("template", {}).get("metadata", {}).get("labels") or {}
     status: dict[str, Any] = {"replicas": len(pods)}
@@ -48,6 +60,22 @@ def replica_set_status(
         "observedGeneration": rs.get("metadata", {}).get("generation", 0),
     }
     status.update({k: v for k, v in counts.items() if v})
+    before = [
+        c
+        for c in (rs.get("status") or {}).get("conditions") or ()
+        if isinstance(c, Mapping) and c.get("type") == REPLICA_FAILURE
+    ]
+    if failure is not None:
+        reason, message = failure
+        status["conditions"] = before or [
+            {
+                "type": REPLICA_FAILURE,
+                "status": "True",
+                "lastTransitionTime": rollout.rfc3339(now),
+                "reason": reason,
+                "message": message,
+            }
+        ]
     return status
 
 
@@ -96,16 +124,20 @@ async def sync_replica_set(
         outcome.writes += 1
     pods = [p for p in objects.pods_of(ctx.cluster, rs) if not p.metadata.get("deletionTimestamp")]
     want = rollout.replicas(rs)
-    if len(pods) > want:
-        extra = deletion_order(pods)[: len(pods) - want]
-        for pod in extra:
-            await objects.delete_pod(ctx, pod.view())
+    failure: tuple[str, str] | None = None
+    try:
+        if len(pods) > want:
+            for pod in deletion_order(pods)[: len(pods) - want]:
+                await objects.delete_pod(ctx, pod.view())
+                pods.remove(pod)
+                outcome.writes += 1
+        for _ in range(want - len(pods)):
+            pods.append(await objects.create_pod(ctx, rs))
             outcome.writes += 1
-        doomed = {id(p) for p in extra}
-        pods = [p for p in pods if id(p) not in doomed]
-    for _ in range(want - len(pods)):
-        pods.append(await objects.create_pod(ctx, rs))
-        outcome.writes += 1
+    except errors.StatusError as exc:
+        # As the ReplicaSet controller: say why in a condition, and try again later.
+        failure = ("FailedCreate" if len(pods) < want else "FailedDelete", exc.message)
+        outcome.due(now + RETRY_FAILED)
     views: list[Mapping[str, Any]] = []
     for pod in pods:
         advanced = await advance_pod(objects, options, ctx, pod.view(), deployment, now)
@@ -118,7 +150,7 @@ async def sync_replica_set(
         for v in views
     ):
         outcome.due(now + 1.0)
-    status = replica_set_status(rs, views, now)
+    status = replica_set_status(rs, views, now, failure=failure)
     if status != (rs.get("status") or {}):
         outcome.obj = (await objects.write_status("replicasets", ctx, rs, status)).view()
         outcome.writes += 1

@@ -4,19 +4,22 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Iterable
+from typing import Any
 
 import orjson
 
 from minikcp.apis import catalog
-from minikcp.machinery import list_options
+from minikcp.machinery import errors, list_options, rbac
 from minikcp.registry import (
     custom_catalogs,
     keys,
     namespaces,
+    rbac_policy,
     reviews,
     status_owners,
     store,
     strategies,
+    token_requests,
     watching,
 )
 from minikcp.registry.objects import RequestContext
@@ -38,7 +41,9 @@ class Registry:
         bootstrap_time: str,
         types: catalog.Catalog | None = None,
         watch_settings: watching.WatchSettings = watching.DEFAULT_SETTINGS,
+        service_account_tokens: token_requests.TokenSettings | None = None,
     ) -> None:
+        self.service_account_tokens = service_account_tokens
         self.storage = storage
         self.hub = hub
         self.catalog = types or catalog.Catalog.builtin()
@@ -70,6 +75,8 @@ class Registry:
             namespace_check=self.namespaces.check_writable,
             index=self.crds,
         )
+        # RBAC of every logical cluster over the shared bootstrap policy: the one authorizer.
+        self.policy = rbac_policy.PolicyStore(self._rbac_store)
 
     @classmethod
     async def open(
@@ -96,6 +103,7 @@ class Registry:
         """The registry's own background work (cache invalidation); runs until cancelled."""
         async with asyncio.TaskGroup() as tasks:
             tasks.create_task(self.namespaces.run(self.hub), name="namespace-cache")
+            tasks.create_task(self.policy.run(self.hub), name="rbac-cache")
             tasks.create_task(self.crds.run(self.storage, self.hub), name="crd-catalogs")
 
     def catalog_for(self, cluster: str) -> catalog.Catalog:
@@ -111,22 +119,44 @@ class Registry:
     def _namespaced_types(self, cluster: str) -> Iterable[catalog.ResourceType]:
         return [rt for rt in self.catalog_for(cluster).all_types() if rt.namespaced]
 
+    def _rbac_store(self, plural: str) -> store.ResourceStore:
+        rt = self.catalog.by_resource(rbac.GROUP, "v1", plural)
+        assert rt is not None
+        return self.store(rt)
+
     def store(self, rt: catalog.ResourceType) -> store.ResourceStore:
         found = self._stores.get(rt)
         if found is None:
             found = store.ResourceStore(
                 rt,
-                strategies.strategy_for(rt, status_owners=self.deployment_status),
+                strategies.strategy_for(
+                    rt, status_owners=self.deployment_status, policy=self.policy
+                ),
                 self.storage,
                 namespace_check=self.namespaces.check_writable,
             )
             self._stores[rt] = found
         return found
 
+    async def create_subresource(
+        self,
+        rt: catalog.ResourceType,
+        ctx: RequestContext,
+        namespace: str,
+        name: str,
+        subresource: str,
+        body: dict[str, Any],
+    ) -> dict[str, Any]:
+        """POST to a create-only subresource (serviceaccounts/token); nothing is stored."""
+        tokens = self.service_account_tokens
+        if (rt.group, rt.kind, subresource) == ("", "ServiceAccount", "token") and tokens:
+            return await token_requests.create(self.store(rt), ctx, namespace, name, body, tokens)
+        raise errors.method_not_allowed("create", f"{rt.plural}/{subresource}")
+
     def reviewer(self, rt: catalog.ResourceType) -> reviews.ReviewStore | None:
         """The store of a create-only review kind; None for kinds whose objects are stored."""
         if rt not in self._reviewers:
-            strategy = strategies.review_strategy_for(rt)
+            strategy = strategies.review_strategy_for(rt, self.policy)
             self._reviewers[rt] = reviews.ReviewStore(rt, strategy) if strategy else None
         return self._reviewers[rt]
 

@@ -11,21 +11,22 @@ from __future__ import annotations
 from typing import Any
 
 from minikcp.apis import catalog, validation
-from minikcp.machinery import errors, users
-from minikcp.registry import store
+from minikcp.machinery import errors
+from minikcp.registry import rbac_policy, store
 from minikcp.registry.objects import RequestContext, WriteOptions
 
 
 class ReviewStrategy:
     """The per-kind part of a review: its validation and its answer."""
 
-    def __init__(self, rt: catalog.ResourceType) -> None:
+    def __init__(self, rt: catalog.ResourceType, policy: rbac_policy.PolicyStore) -> None:
         self.rt = rt
+        self.policy = policy  # the authorizer the access reviews ask
 
     def validate(self, obj: dict[str, Any]) -> list[errors.Cause]:
         return validation.validate_kind(self.rt, obj)
 
-    def answer(self, obj: dict[str, Any], user: users.UserInfo) -> dict[str, Any]:
+    async def answer(self, obj: dict[str, Any], ctx: RequestContext) -> dict[str, Any]:
         """The reply: usually `obj` with its status set."""
         raise NotImplementedError
 
@@ -49,4 +50,4 @@ class ReviewStore:
         causes = self.strategy.validate(obj)
         if causes:
             raise errors.invalid(self.rt.kind, "", causes, group=self.rt.group)
-        return self.strategy.answer(obj, ctx.user)
+        return await self.strategy.answer(obj, ctx)

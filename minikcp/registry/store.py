@@ -293,6 +293,7 @@ class ResourceStore:
             self._validate(ctx, obj, None, opts)
             self.strategy.after_write(obj, None, ctx.cluster)
             self._managed_fields(obj, None, opts, "")
+        await self.strategy.admit(ctx, obj, None)
         if opts.dry_run:
             return StoredObject.from_dict(obj, cluster=ctx.cluster, revision=0)
         for attempt in range(8 if generate else 1):
@@ -383,6 +384,7 @@ class ResourceStore:
             old = current.stored_view()  # as stored: no resourceVersion, no cluster annotation
             new = self._prepare_update(desired, old, subresource, ctx.cluster)
             self._validate(ctx, new, old, opts)
+            await self.strategy.admit(ctx, new, old)
             if managed:
                 self._managed_fields(new, old, opts, subresource)
             if _unchanged(new, old):

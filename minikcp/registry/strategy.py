@@ -12,6 +12,7 @@ from typing import Any
 from minikcp.apis import catalog, defaults, printers, validation
 from minikcp.machinery import errors, names
 from minikcp.registry import status_owners as owners
+from minikcp.registry.objects import RequestContext
 
 
 class Strategy:
@@ -77,6 +78,14 @@ class Strategy:
 
     def after_write(self, obj: dict[str, Any], old: Mapping[str, Any] | None, cluster: str) -> None:
         """Last adjustments once the object is final (e.g. status derived from spec)."""
+
+    async def admit(
+        self, ctx: RequestContext, obj: dict[str, Any], old: Mapping[str, Any] | None
+    ) -> None:
+        """Checks that depend on who writes (RBAC escalation); after validation, before storage.
+
+        Raises a StatusError to refuse the write; may not mutate `obj`.
+        """
 
     def validate(self, obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> list[errors.Cause]:
         return validation.validate_kind(self.rt, obj, old)

@@ -8,16 +8,12 @@ from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 
-from minikcp.auth import authn
+from minikcp.auth import authn, authorizer
 from minikcp.machinery import errors, request_info, users
 from minikcp.registry import registry
 from minikcp.server import encoding, nonresource, resources
 
 logger = logging.getLogger(__name__)
-
-# Paths anybody may read, as kube-apiserver's system:public-info-viewer role allows.
-_PUBLIC = frozenset({"healthz", "livez", "readyz", "version"})
-_UNAUTHORIZED = errors.StatusError(401, "Unauthorized", "Unauthorized")
 
 
 def _status_response(exc: errors.StatusError) -> web.Response:
@@ -78,11 +74,9 @@ def build_app(
     async def dispatch(request: web.Request) -> web.StreamResponse:
         watch = request.query.get("watch", "") in ("true", "1")
         info = request_info.parse(request.method, request.path, watch_param=watch)
+        # authenticate -> (resolve the cluster path) -> authorize -> handle
         user = _authenticate(request, authenticator)
-        if user is None:
-            if info.is_resource_request or (info.parts[:1] and info.parts[0] not in _PUBLIC):
-                raise _UNAUTHORIZED
-            user = authn.ANONYMOUS
+        await _authorize(reg, info, user, request)
         if info.is_resource_request:
             return await resource_handler.handle(request, info, user)
         if request.method not in ("GET", "HEAD"):
@@ -93,13 +87,29 @@ def build_app(
     return app
 
 
-def _authenticate(
-    request: web.Request, authenticator: authn.Authenticator
-) -> users.UserInfo | None:
-    peer = None
+def _authenticate(request: web.Request, authenticator: authn.Authenticator) -> users.UserInfo:
+    peer: bytes | None = None
     transport = request.transport
     if transport is not None:
-        peer = transport.get_extra_info("peercert")
+        tls = transport.get_extra_info("ssl_object")
+        if tls is not None:
+            peer = tls.getpeercert(binary_form=True)
     return authenticator.authenticate(
-        authorization=request.headers.get("Authorization"), peer_cert=peer
+        authorization=request.headers.get("Authorization"), peer_der=peer
     )
+
+
+async def _authorize(
+    reg: registry.Registry,
+    info: request_info.RequestInfo,
+    user: users.UserInfo,
+    request: web.Request,
+) -> None:
+    """Every request but health checks is authorized; anonymous requests get no further."""
+    if authorizer.always_allowed(info):
+        return
+    if user is authn.ANONYMOUS:
+        raise authn.UNAUTHORIZED
+    if authorizer.public_info(info):
+        return
+    await authorizer.authorize(reg.policy, authorizer.attributes(info, user, request.query))

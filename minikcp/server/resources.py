@@ -67,7 +67,11 @@ class ResourceHandler:
         if info.cluster == request_info.WILDCARD_CLUSTER and info.verb not in ("list", "watch"):
             raise errors.method_not_allowed(info.verb, info.resource)
         verb = info.verb
-        if (verb in ("update", "patch") and not info.name) or (verb == "create" and info.name):
+        create_only = rt.subresource(info.subresource) if info.subresource else None
+        if create_only is not None and create_only.verbs == ("create",):
+            if verb != "create" or not info.name:
+                raise errors.method_not_allowed(verb, f"{info.resource}/{info.subresource}")
+        elif (verb in ("update", "patch") and not info.name) or (verb == "create" and info.name):
             raise errors.method_not_allowed(verb, info.resource)
         if verb not in rt.verbs and not info.subresource:
             raise errors.method_not_allowed(verb, info.resource)
@@ -96,6 +100,13 @@ class ResourceHandler:
             question = _as_object(encoding.decode_body(body, _content_type(request), kind=rt))
             opts = _with_body_strict_errors(opts, body, _content_type(request))
             return _json(await reviewer.create(ctx, question, opts), status=201)
+        if verb == "create" and sub:
+            body = await _read_body(request)
+            request_object = _as_object(encoding.decode_body(body, _content_type(request)))
+            answer = await self.registry.create_subresource(
+                rt, ctx, namespace, name, sub, request_object
+            )
+            return _json(answer, status=201)
         store = self.registry.store(rt)
         if verb == "watch" or (verb == "get" and name and _is_watch(query)):
             if name:

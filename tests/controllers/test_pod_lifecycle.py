@@ -149,3 +149,25 @@ def test_replica_set_status_counts_ready_and_available_pods() -> None:
         "replicas": 0,
         "observedGeneration": 2,
     }
+
+
+def test_a_failed_create_shows_as_replica_failure_until_one_succeeds() -> None:
+    rs: dict[str, Any] = {"metadata": {"generation": 1}, "spec": {"replicas": 2}}
+    failed = replica_set_pass.replica_set_status(
+        rs, [], NOW, failure=("FailedCreate", 'pods "web-" is forbidden: quota')
+    )
+    (condition,) = failed["conditions"]
+    assert condition == {
+        "type": "ReplicaFailure",
+        "status": "True",
+        "lastTransitionTime": pl.rollout.rfc3339(NOW),
+        "reason": "FailedCreate",
+        "message": 'pods "web-" is forbidden: quota',
+    }
+    # While it lasts the condition is kept as it was; once a pass succeeds it goes.
+    rs["status"] = failed
+    again = replica_set_pass.replica_set_status(
+        rs, [], NOW + 60, failure=("FailedCreate", "another message")
+    )
+    assert again == failed
+    assert "conditions" not in replica_set_pass.replica_set_status(rs, [], NOW + 61)

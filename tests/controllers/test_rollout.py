@@ -433,3 +433,30 @@ def test_pausing_and_resuming_show_in_progressing() -> None:
     dep["spec"]["paused"] = True
     stuck = conditions_module.deployment_status(dep, [rs("web-n", 3)], rs("web-n", 3), NOW)
     assert conditions(stuck)["Progressing"] == ("False", "ProgressDeadlineExceeded")
+
+
+def test_a_replica_failure_moves_up_to_the_deployment() -> None:
+    failing = rs("web-n", 3)
+    failing["status"]["conditions"] = [
+        {
+            "type": "ReplicaFailure",
+            "status": "True",
+            "lastTransitionTime": stamp(-5),
+            "reason": "FailedCreate",
+            "message": "quota",
+        }
+    ]
+    status = conditions_module.deployment_status(
+        deployment(3), [rs("web-o", 1, 1), failing], failing, NOW
+    )
+    failure = conditions_module.condition(status, "ReplicaFailure")
+    assert failure is not None
+    assert (failure["reason"], failure["message"], failure["lastUpdateTime"]) == (
+        "FailedCreate",
+        "quota",
+        stamp(-5),
+    )
+    # Gone from the ReplicaSets, gone from the Deployment.
+    dep = deployment(3, status=status)
+    healed = conditions_module.deployment_status(dep, [rs("web-n", 3, 3)], rs("web-n", 3, 3), NOW)
+    assert conditions_module.condition(healed, "ReplicaFailure") is None

@@ -152,21 +152,28 @@ def test_unauthenticated_requests_are_refused(server: ServerProcess) -> None:
     import ssl
 
     ctx = ssl.create_default_context(cafile=str(server.root / "ca.crt"))
-    with urllib.request.urlopen(server.base_url + "/version/", context=ctx) as resp:
-        assert json.loads(resp.read())["minor"] == "32"
-        assert resp.headers["Cache-Control"] == "no-cache, private"
-    req = urllib.request.Request(server.base_url + "/api/v1/namespaces")
-    with pytest.raises(urllib.error.HTTPError) as denied:
-        urllib.request.urlopen(req, context=ctx)
-    assert denied.value.code == 401
-    assert json.loads(denied.value.read())["reason"] == "Unauthorized"
-    denied.value.close()
+    # Anonymous requests reach the health checks and nothing else.
+    with urllib.request.urlopen(server.base_url + "/readyz", context=ctx) as resp:
+        assert resp.read() == b"ok"
+    for path in ("/api/v1/namespaces", "/version/"):
+        req = urllib.request.Request(server.base_url + path)
+        with pytest.raises(urllib.error.HTTPError) as denied:
+            urllib.request.urlopen(req, context=ctx)
+        assert denied.value.code == 401
+        assert json.loads(denied.value.read())["reason"] == "Unauthorized"
+        denied.value.close()
     token = (server.root / "admin-token").read_text().strip()
     req = urllib.request.Request(
         server.base_url + "/api/v1/namespaces", headers={"Authorization": f"Bearer {token}"}
     )
     with urllib.request.urlopen(req, context=ctx) as resp:
         assert resp.status == 200
+    req = urllib.request.Request(
+        server.base_url + "/version/", headers={"Authorization": f"Bearer {token}"}
+    )
+    with urllib.request.urlopen(req, context=ctx) as resp:
+        assert json.loads(resp.read())["minor"] == "32"
+        assert resp.headers["Cache-Control"] == "no-cache, private"
 
 
 def test_discovery_documents(server: ServerProcess, cluster: str) -> None:

@@ -13,6 +13,7 @@ import orjson
 import pytest
 import yaml
 
+from tests.e2e.crd_manifests import crd, widget
 from tests.e2e.kubectl_runner import Kubectl
 
 pytestmark = pytest.mark.e2e
@@ -245,12 +246,22 @@ def test_bad_patch_changes_nothing(
     assert kubectl.get("deployment", "web", managed_fields=True) == before
 
 
-@pytest.mark.skip(
-    reason="kubectl's fallback needs a served CRD (not yet); the 415 itself is tested in "
-    "tests/registry/test_registry_custom_patch.py"
-)
-def test_strategic_merge_patch_on_custom_resource_is_unsupported() -> None:
+def test_strategic_merge_patch_on_custom_resource_is_unsupported(kubectl: Kubectl) -> None:
     """kubectl patch --type=strategic on a CR: 415 UnsupportedMediaType (kubectl.md section 4)."""
+    kubectl("apply", "-f", "-", input=crd())
+    kubectl("wait", "--for=condition=Established", "crd/widgets.example.com", "--timeout=10s")
+    kubectl("apply", "-f", "-", input=widget("w", {"size": "small"}))
+    before = kubectl.get("widget", "w")
+    code, _, answer = kubectl.server.request(
+        "PATCH",
+        kubectl.path("example.com/v1", "widgets", "w"),
+        b'{"spec":{"size":"large"}}',
+        headers={"Content-Type": "application/strategic-merge-patch+json"},
+    )
+    assert (code, orjson.loads(answer)["reason"]) == (415, "UnsupportedMediaType")
+    refused = kubectl.fails("patch", "widget", "w", "--type=strategic", "-p", '{"spec":{}}')
+    assert "application/strategic-merge-patch+json is not supported" in refused.stderr
+    assert kubectl.get("widget", "w") == before
 
 
 def test_bad_delete_dry_run_value(kubectl: Kubectl) -> None:

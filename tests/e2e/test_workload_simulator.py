@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -363,3 +364,62 @@ def test_a_replica_set_deleted_by_hand_comes_back_with_new_pods(kubectl: Kubectl
 
     eventually(replaced)
     kubectl("rollout", "status", "deployment/phoenix", "--timeout=30s")
+
+
+def test_recreate_replaces_every_pod_at_once(kubectl: Kubectl) -> None:
+    body = json.loads(deployment_yaml("redo", annotations={}, deadline=600))
+    body["spec"]["strategy"] = {"type": "Recreate"}
+    kubectl("apply", "-f", "-", input=json.dumps(body))
+    kubectl("rollout", "status", "deployment/redo", "--timeout=30s")
+    kubectl("set", "image", "deployment/redo", "c=busybox:1.37")
+    kubectl("rollout", "status", "deployment/redo", "--timeout=30s")
+    sets = items(kubectl, "replicasets", "app=redo")
+    assert sorted(rs["spec"]["replicas"] for rs in sets) == [0, 2]
+    pods = items(kubectl, "pods", "app=redo")
+    assert [p["spec"]["containers"][0]["image"] for p in pods] == ["busybox:1.37"] * 2
+
+
+def test_a_restarted_simulator_finishes_the_rollout_without_duplicates(
+    tmp_path: Path, cluster: str
+) -> None:
+    args = ("--simulate-workloads", "--rollout-delay", "3")
+    first = server_process.start_server(tmp_path, extra_args=args)
+    root = first.root
+    try:
+        kubectl = Kubectl(first, cluster)
+        kubectl("create", "deployment", "survivor", "--image=nginx", "--replicas=3")
+        eventually(lambda: len(items(kubectl, "pods", "app=survivor")) == 3)
+    finally:
+        assert first.stop() == 0
+    assert "Traceback" not in first.log()
+    second = server_process.start_server(tmp_path, root=root, extra_args=args)
+    try:
+        kubectl = Kubectl(second, cluster)
+        kubectl("rollout", "status", "deployment/survivor", "--timeout=30s")
+        assert len(items(kubectl, "replicasets", "app=survivor")) == 1
+        assert len(items(kubectl, "pods", "app=survivor")) == 3
+    finally:
+        assert second.stop() == 0
+    assert "Traceback" not in second.log()
+
+
+def test_a_replica_set_that_cannot_be_created_shows_in_progressing(kubectl: Kubectl) -> None:
+    # Valid as a Deployment, but "<name>-<hash>" is too long for a ReplicaSet.
+    name = "x" * 250
+    body = json.loads(deployment_yaml("long", annotations={}, deadline=600))
+    body["metadata"]["name"] = name
+    kubectl("apply", "-f", "-", input=json.dumps(body))
+
+    def failed() -> dict[str, Any] | None:
+        status = kubectl.get("deployment", name).get("status") or {}
+        conditions = {c["type"]: c for c in status.get("conditions", [])}
+        progressing = conditions.get("Progressing")
+        if progressing and progressing["reason"] == "ReplicaSetCreateError":
+            return progressing
+        return None
+
+    progressing = eventually(failed)
+    assert progressing["status"] == "False"
+    assert progressing["message"].startswith(f'Failed to create new replica set "{name}-')
+    assert "must be no more than 253 characters" in progressing["message"]
+    assert not items(kubectl, "replicasets", "app=long")

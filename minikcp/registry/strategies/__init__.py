@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from minikcp.apis import catalog, kcp_kinds
-from minikcp.registry import reviews, strategy
+from minikcp.registry import rbac_policy, reviews, strategy
 from minikcp.registry import status_owners as owners
-from minikcp.registry.strategies import apps, auth, batch, core, custom, kcp
+from minikcp.registry.strategies import apps, auth, batch, core, custom, kcp, rbac
 
 _BY_KIND: dict[tuple[str, str], type[strategy.Strategy]] = {
     ("", "Namespace"): core.NamespaceStrategy,
@@ -22,11 +22,26 @@ _BY_KIND: dict[tuple[str, str], type[strategy.Strategy]] = {
 }
 
 
+# Kinds whose writes are checked against the author's RBAC rules.
+_GUARDED: dict[tuple[str, str], type[rbac.RoleStrategy | rbac.BindingStrategy]] = {
+    ("rbac.authorization.k8s.io", "Role"): rbac.RoleStrategy,
+    ("rbac.authorization.k8s.io", "ClusterRole"): rbac.RoleStrategy,
+    ("rbac.authorization.k8s.io", "RoleBinding"): rbac.BindingStrategy,
+    ("rbac.authorization.k8s.io", "ClusterRoleBinding"): rbac.BindingStrategy,
+}
+
+
 def strategy_for(
-    rt: catalog.ResourceType, *, status_owners: owners.DeploymentStatusOwners | None = None
+    rt: catalog.ResourceType,
+    *,
+    status_owners: owners.DeploymentStatusOwners | None = None,
+    policy: rbac_policy.PolicyStore | None = None,
 ) -> strategy.Strategy:
     if rt.custom is not None:
         return custom.CustomResourceStrategy(rt)
+    guarded = _GUARDED.get((rt.group, rt.kind))
+    if guarded is not None and policy is not None:
+        return guarded(rt, policy=policy, status_owners=status_owners)
     found = _BY_KIND.get((rt.group, rt.kind))
     if found is None:
         found = (
@@ -42,9 +57,12 @@ _REVIEWS: dict[tuple[str, str], type[reviews.ReviewStrategy]] = {
     ("authorization.k8s.io", "SelfSubjectAccessReview"): (auth.SelfSubjectAccessReviewStrategy),
     ("authorization.k8s.io", "SelfSubjectRulesReview"): auth.SelfSubjectRulesReviewStrategy,
     ("authentication.k8s.io", "SelfSubjectReview"): auth.SelfSubjectReviewStrategy,
+    ("authorization.k8s.io", "SubjectAccessReview"): auth.SubjectAccessReviewStrategy,
 }
 
 
-def review_strategy_for(rt: catalog.ResourceType) -> reviews.ReviewStrategy | None:
+def review_strategy_for(
+    rt: catalog.ResourceType, policy: rbac_policy.PolicyStore
+) -> reviews.ReviewStrategy | None:
     found = _REVIEWS.get((rt.group, rt.kind))
-    return found(rt) if found is not None else None
+    return found(rt, policy) if found is not None else None

@@ -1,0 +1,100 @@
+"""The informer over a real in-process registry: index by controller, own writes wake nobody."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from minikcp.controllers import informer
+from minikcp.registry import objects, registry
+from minikcp.registry.objects import StoredObject
+from storage import hub, sqlite
+
+
+@pytest.fixture
+async def reg(tmp_path: Path) -> AsyncIterator[registry.Registry]:
+    store = await sqlite.SqliteStorage.open(tmp_path / "store.db", compact_interval=None)
+    watch_hub = hub.WatchHub(store, start_revision=await store.current_revision())
+    task = asyncio.create_task(watch_hub.run())
+    try:
+        yield await registry.Registry.open(store, watch_hub)
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        await store.close()
+
+
+def _cm(name: str, owner: str | None) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name}
+    if owner is not None:
+        meta["ownerReferences"] = [
+            {
+                "apiVersion": "apps/v1",
+                "kind": "Deployment",
+                "name": owner,
+                "uid": "u-" + owner,
+                "controller": True,
+            }
+        ]
+    return {"metadata": meta, "data": {"k": "v"}}
+
+
+async def _until(check: Any) -> None:
+    async with asyncio.timeout(5):
+        while not check():
+            await asyncio.sleep(0.01)
+
+
+async def test_index_own_writes_and_deletions(reg: registry.Registry) -> None:
+    rt = reg.catalog.by_resource("", "v1", "configmaps")
+    assert rt is not None
+    store = reg.store(rt)
+    seen: list[tuple[str, str]] = []
+
+    def changed(new: StoredObject | None, old: StoredObject | None) -> None:
+        obj = new or old
+        assert obj is not None
+        seen.append(("deleted" if new is None else "changed", obj.metadata["name"]))
+
+    one, two = objects.RequestContext("one"), objects.RequestContext("two")
+    # Present before the informer starts: delivered by its first list.
+    await store.create(one, "default", _cm("before", "web"), objects.WriteOptions())
+    cache = informer.Informer(reg, rt, owner_kind="Deployment", on_change=changed)
+    task = asyncio.create_task(cache.run())
+    try:
+        await asyncio.wait_for(cache.synced.wait(), 5)
+        assert seen == [("changed", "before")]
+        # Someone else's writes, in two logical clusters, arrive through the watch.
+        await store.create(one, "default", _cm("a", "web"), objects.WriteOptions())
+        await store.create(two, "default", _cm("b", "web"), objects.WriteOptions())
+        await store.create(one, "default", _cm("loose", None), objects.WriteOptions())
+        await _until(lambda: len(seen) == 4)
+        names = {o.metadata["name"] for o in cache.owned_by("one", "default", "web")}
+        assert names == {"before", "a"}
+        assert [o.metadata["name"] for o in cache.owned_by("two", "default", "web")] == ["b"]
+        assert cache.get(("one", "default", "loose")) is not None
+        # Our own write, recorded at once: visible before the watch has it, and it wakes nobody.
+        mine = await store.create(one, "default", _cm("mine", "web"), objects.WriteOptions())
+        cache.record(mine)
+        assert cache.get(("one", "default", "mine")) is mine
+        deleted, _ = await store.delete(one, "default", "a", {}, objects.WriteOptions())
+        cache.record_deleted(("one", "default", "a"), deleted.revision)
+        assert {o.metadata["name"] for o in cache.owned_by("one", "default", "web")} == {
+            "before",
+            "mine",
+        }
+        # A later foreign write is the proof that everything before it was delivered.
+        await store.create(one, "default", _cm("last", None), objects.WriteOptions())
+        await _until(lambda: ("changed", "last") in seen)
+        assert ("changed", "mine") not in seen and ("deleted", "a") not in seen
+        # A foreign deletion is reported with the last state.
+        await store.delete(two, "default", "b", {}, objects.WriteOptions())
+        await _until(lambda: ("deleted", "b") in seen)
+        assert cache.owned_by("two", "default", "web") == []
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
