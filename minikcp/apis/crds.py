@@ -260,11 +260,25 @@ class NameDecision:
     established: tuple[str, str, str]
 
 
-def name_conditions(crds: Sequence[Obj]) -> dict[str, NameDecision]:
+def served_names(base: catalog.Catalog) -> dict[str, tuple[set[str], set[str]]]:
+    """By group: the resource names and kinds `base` serves, which no CRD may take (as kcp's
+    crdnooverlappinggvr admission keeps CRDs off the APIs a workspace already has)."""
+    out: dict[str, tuple[set[str], set[str]]] = {}
+    for rt in base.all_types():
+        resources, kinds = out.setdefault(rt.group, (set(), set()))
+        resources.update(n for n in rt.names() if n)
+        kinds.update(k for k in (rt.kind, rt.list_kind) if k)
+    return out
+
+
+def name_conditions(
+    crds: Sequence[Obj], reserved: Mapping[str, tuple[set[str], set[str]]] | None = None
+) -> dict[str, NameDecision]:
     """By CRD name: the accepted names and the NamesAccepted/Established conditions.
 
     CRDs whose names were accepted before keep them (first come, first served); the others are
     considered in creation order. A refused CRD that was never established is not established.
+    `reserved` names (by group) are taken before any CRD (see `served_names`).
     """
 
     def order(crd: Obj) -> tuple[int, str, str]:
@@ -273,7 +287,10 @@ def name_conditions(crds: Sequence[Obj]) -> dict[str, NameDecision]:
         created = str(meta.get("creationTimestamp") or "")
         return (0 if accepted else 1, created, str(meta.get("name") or ""))
 
-    used: dict[str, tuple[set[str], set[str]]] = {}
+    used: dict[str, tuple[set[str], set[str]]] = {
+        group: (set(resources), set(kinds))
+        for group, (resources, kinds) in (reserved or {}).items()
+    }
     out: dict[str, NameDecision] = {}
     for crd in sorted(crds, key=order):
         name = str(_map(crd.get("metadata")).get("name") or "")

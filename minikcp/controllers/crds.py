@@ -32,6 +32,7 @@ class CrdController:
         self._registry = reg
         crd_type = reg.crds.crd_type
         self._store = reg.store(crd_type)
+        self._reserved = crds.served_names(reg.catalog)
 
     async def run(self) -> None:
         """Runs until cancelled; a failed cluster is retried after a second."""
@@ -58,7 +59,7 @@ class CrdController:
         ctx = RequestContext(cluster=cluster)
         current = self._registry.crds.crds_in(cluster)
         live = [crd for crd in current if not _meta(crd).get("deletionTimestamp")]
-        decisions = crds.name_conditions(live)
+        decisions = crds.name_conditions(live, self._reserved)
         for crd in current:
             name = str(_meta(crd).get("name") or "")
             if _meta(crd).get("deletionTimestamp"):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import collections
 from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
@@ -28,6 +29,7 @@ from storage import hub as storage_hub
 from storage import interface as storage_interface
 
 _BOOTSTRAP_KEY = "/registry/minikcp.io/bootstrap"
+_CUSTOM_STORES = 4096
 
 
 class Registry:
@@ -52,6 +54,8 @@ class Registry:
         # Who reports Deployment status: the registry at once, or a controller (per namespace).
         self.deployment_status = status_owners.DeploymentStatusOwners()
         self._stores: dict[catalog.ResourceType, store.ResourceStore] = {}
+        self._custom_stores: collections.OrderedDict[catalog.ResourceType, store.ResourceStore]
+        self._custom_stores = collections.OrderedDict()
         self._reviewers: dict[catalog.ResourceType, reviews.ReviewStore | None] = {}
         ns_type = self.catalog.by_resource("", "v1", "namespaces")
         assert ns_type is not None
@@ -119,22 +123,38 @@ class Registry:
     def _namespaced_types(self, cluster: str) -> Iterable[catalog.ResourceType]:
         return [rt for rt in self.catalog_for(cluster).all_types() if rt.namespaced]
 
+    def _new_store(self, rt: catalog.ResourceType) -> store.ResourceStore:
+        return store.ResourceStore(
+            rt,
+            strategies.strategy_for(rt, status_owners=self.deployment_status, policy=self.policy),
+            self.storage,
+            namespace_check=self.namespaces.check_writable,
+        )
+
+    def _custom_store(self, rt: catalog.ResourceType) -> store.ResourceStore:
+        """Stores of CRD kinds, most recently used kept: each schema change of a CRD makes a
+        new type, and the old ones must not accumulate."""
+        found = self._custom_stores.get(rt)
+        if found is None:
+            found = self._new_store(rt)
+            self._custom_stores[rt] = found
+            if len(self._custom_stores) > _CUSTOM_STORES:
+                self._custom_stores.popitem(last=False)
+        else:
+            self._custom_stores.move_to_end(rt)
+        return found
+
     def _rbac_store(self, plural: str) -> store.ResourceStore:
         rt = self.catalog.by_resource(rbac.GROUP, "v1", plural)
         assert rt is not None
         return self.store(rt)
 
     def store(self, rt: catalog.ResourceType) -> store.ResourceStore:
+        if rt.custom is not None:
+            return self._custom_store(rt)
         found = self._stores.get(rt)
         if found is None:
-            found = store.ResourceStore(
-                rt,
-                strategies.strategy_for(
-                    rt, status_owners=self.deployment_status, policy=self.policy
-                ),
-                self.storage,
-                namespace_check=self.namespaces.check_writable,
-            )
+            found = self._new_store(rt)
             self._stores[rt] = found
         return found
 

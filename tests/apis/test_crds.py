@@ -302,3 +302,23 @@ def test_group_plural_kind_and_scope_are_immutable() -> None:
     old = _crd()
     new = _crd(scope="Cluster")
     assert ("spec.scope", 'Invalid value: "Cluster": field is immutable') in _invalid(new, old)
+
+
+def test_names_the_built_in_catalog_serves_are_refused() -> None:
+    reserved = crds.served_names(catalog.Catalog.builtin())
+    deployments = _named(
+        "deployments.apps",
+        "2026-01-01T00:00:00Z",
+        group="apps",
+        plural="deployments",
+        kind="Deployment",
+        short_names=(),
+    )
+    own = _named("widgets.apps", "2026-01-01T00:00:00Z", group="apps", short_names=())
+    decisions = crds.name_conditions([deployments, own], reserved)
+    assert decisions["deployments.apps"].names_accepted == (
+        "False",
+        "PluralConflict",
+        '"deployments" is already in use',
+    )
+    assert decisions["widgets.apps"].names_accepted[0] == "True"
