@@ -400,3 +400,22 @@ def test_server_side_apply_merges_list_map_entries_of_two_managers(
         "apply", "--server-side", "--field-manager=two", "-f", "-", input=changed
     )
     assert "conflict" in conflict.stderr.lower() and ".spec.size" in conflict.stderr
+
+
+def test_stored_versions_grow_with_the_storage_version_and_stay_served(
+    server: ServerProcess, kubectl: Kubectl
+) -> None:
+    _established(kubectl)
+    body = json.loads(crd())
+    v1 = body["spec"]["versions"][0]
+    v2 = dict(json.loads(json.dumps(v1)), name="v2")
+    v1["storage"] = False
+    body["spec"]["versions"] = [v1, v2]
+    kubectl("apply", "-f", "-", input=json.dumps(body))
+    assert kubectl.get("crd", CRD_NAME)["status"]["storedVersions"] == ["v1", "v2"]
+    body["spec"]["versions"] = [v2]
+    refused = kubectl.fails("apply", "-f", "-", input=json.dumps(body))
+    assert 'status.storedVersions[0]: Invalid value: "v1": must appear in spec.versions' in (
+        refused.stderr
+    )
+    assert [v["name"] for v in kubectl.get("crd", CRD_NAME)["spec"]["versions"]] == ["v1", "v2"]
