@@ -107,6 +107,12 @@ def test_crd_in_one_logical_cluster_is_invisible_in_another(
     assert "apis/example.com/v1" in index["paths"]
     code, v2 = _status(server, "GET", f"/clusters/{kubectl.cluster}/openapi/v2")
     assert "com.example.v1.Widget" in v2["definitions"]
+    # Clusters without CRDs share the built-in documents: the same ETag.
+    etags = [
+        server.request("GET", f"/clusters/{name}/openapi/v2")[1]["ETag"]
+        for name in (other.cluster, other.cluster + "z", kubectl.cluster)
+    ]
+    assert etags[0] == etags[1] != etags[2]
 
 
 def test_same_crd_with_different_schemas_in_two_clusters(
