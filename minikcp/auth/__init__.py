@@ -1,1 +1,2 @@
-"""Certificates, authenticators and (later) RBAC."""
+"""Certificates, authenticators, and requests turned into authorizer questions (the decision
+itself is the registry's: registry/rbac_policy.py)."""

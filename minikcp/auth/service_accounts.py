@@ -24,7 +24,8 @@ from cryptography.hazmat.primitives.asymmetric.utils import (
 
 from minikcp.auth import pki
 from minikcp.machinery import rbac, users
-from minikcp.registry import rbac_policy, token_requests
+from minikcp.registry import rbac_policy, registry, token_requests
+from minikcp.registry.objects import RequestContext
 
 _HEADER = {"alg": "ES256", "typ": "JWT"}
 _LEEWAY_SECONDS = 60  # clock skew accepted on exp/nbf, as upstream's validator
@@ -120,3 +121,19 @@ class TokenVerifier:
             uid=uid,
             extra=extra,
         )
+
+
+async def account_exists(reg: registry.Registry, user: users.UserInfo) -> bool:
+    """A token of a deleted (or deleted and re-created) ServiceAccount is refused, as upstream's
+    validator compares the account's uid with the token's."""
+    home = user.extra.get(rbac_policy.CLUSTER_NAME_EXTRA)
+    if not home or not user.name.startswith(rbac.SERVICE_ACCOUNT_PREFIX):
+        return True
+    namespace, _, name = user.name[len(rbac.SERVICE_ACCOUNT_PREFIX) :].partition(":")
+    rt = reg.catalog.by_resource("", "v1", "serviceaccounts")
+    assert rt is not None
+    found = await reg.store(rt).find(RequestContext(cluster=home[0]), namespace, name)
+    if found is None:
+        return False
+    meta = found.stored_view().get("metadata") or {}
+    return bool(meta.get("uid") == user.uid and not meta.get("deletionTimestamp"))

@@ -72,9 +72,12 @@ class Rule:
         return "{" + ", ".join(parts) + "}"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Attributes:
-    """authorizer.AttributesRecord: one request, or one question of an access review."""
+    """authorizer.AttributesRecord: one request, or one question of an access review.
+
+    Not frozen: one is built per request, and a frozen dataclass's __init__ costs several times
+    more; nobody mutates one after building it."""
 
     user: users.UserInfo
     verb: str

@@ -368,11 +368,6 @@ class PolicyStore:
             self._clusters.clear()
             await asyncio.sleep(0.1)
 
-    def forget(self, cluster: str) -> None:
-        """Drop a cluster's policy at once (after a write through this process)."""
-        self._epoch += 1
-        self._clusters.pop(cluster, None)
-
     # -- questions -----------------------------------------------------------------------------
 
     async def authorize(self, attrs: rbac.Attributes) -> Decision:

@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 
-from minikcp.auth import authn, authorizer
+from minikcp.auth import authn, authorizer, service_accounts
 from minikcp.machinery import errors, request_info, users
 from minikcp.registry import registry
 from minikcp.server import encoding, nonresource, resources
@@ -76,6 +76,8 @@ def build_app(
         info = request_info.parse(request.method, request.path, watch_param=watch)
         # authenticate -> (resolve the cluster path) -> authorize -> handle
         user = _authenticate(request, authenticator)
+        if user.uid and not await service_accounts.account_exists(reg, user):
+            raise authn.UNAUTHORIZED
         await _authorize(reg, info, user, request)
         if info.is_resource_request:
             return await resource_handler.handle(request, info, user)

@@ -644,3 +644,12 @@ def test_service_account_tokens_with_the_python_client(auth_server: ServerProces
             client.AuthenticationV1TokenRequest(spec=client.V1TokenRequestSpec(audiences=[])),
         )
     assert missing.value.status == 404
+    # a deleted ServiceAccount's tokens are refused, even once one of the same name is back
+    admin.delete_namespaced_service_account("bot", "team")
+    with pytest.raises(ApiException) as gone:
+        bot.list_namespaced_config_map("team")
+    assert gone.value.status == 401
+    _admin(auth_server, cluster, "-n", "team", "create", "serviceaccount", "bot")
+    with pytest.raises(ApiException) as gone:
+        bot.list_namespaced_config_map("team")
+    assert gone.value.status == 401
