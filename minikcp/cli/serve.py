@@ -19,7 +19,7 @@ from aiohttp import web
 from minikcp.auth import authn, pki, service_accounts, tls, token_file
 from minikcp.cli import kubeconfigs
 from minikcp.controllers import crds as crd_controller
-from minikcp.controllers import workload_simulator
+from minikcp.controllers import rbac_aggregation, workload_simulator
 from minikcp.controllers import workspaces as workspace_controller
 from minikcp.machinery import rbac, users
 from minikcp.registry import registry, token_requests
@@ -172,6 +172,10 @@ async def serve(options: ServeOptions) -> None:
             if options.simulate_workloads is not None:
                 simulator = workload_simulator.WorkloadSimulator(reg, options.simulate_workloads)
                 background.append(tasks.create_task(simulator.run(), name="workload-simulator"))
+            aggregation_task = tasks.create_task(
+                rbac_aggregation.ClusterRoleAggregation(reg).run(), name="rbac-aggregation"
+            )
+            background.append(aggregation_task)
             application = server_app.build_app(
                 reg,
                 authenticator,

@@ -373,3 +373,26 @@ async def status_up(ctx: Context, cluster: str, namespace: str, name: str) -> No
     except errors.StatusError as exc:
         if exc.code != 404:
             raise
+
+
+async def collect_namespaces(ctx: Context, w: TargetWorker) -> None:
+    """Delete our downstream namespaces that hold nothing of ours and whose upstream namespace is
+    gone or no longer placed on this target (its logical cluster or namespace was deleted)."""
+    held = {ns for inf in w.informers.values() for ns, _ in inf.cache}
+    for (_, dns), ns_obj in list(w.namespaces.cache.items()):
+        meta = ns_obj.get("metadata", {})
+        located = translate.parse_locator(meta.get("annotations"))
+        if dns in held or meta.get("deletionTimestamp") or located is None:
+            continue
+        uid, cluster, namespace = located
+        if uid != w.ref.uid:
+            continue
+        if w.serves_cluster(cluster) and w.name in await placed_targets(ctx, cluster, namespace):
+            continue
+        body = {"kind": "DeleteOptions", "apiVersion": "v1", "preconditions": {"uid": meta["uid"]}}
+        try:
+            await w.client.request("DELETE", f"/api/v1/namespaces/{dns}", body=body)
+        except downstream.DownstreamError as exc:
+            if exc.code not in (404, 409):
+                raise
+        logger.info("sync target %s: removed namespace %s (%s|%s)", w.name, dns, cluster, namespace)

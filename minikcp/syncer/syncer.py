@@ -24,7 +24,15 @@ from minikcp.registry import store as upstream_store
 from minikcp.registry import watching
 from minikcp.registry.objects import RequestContext, StoredObject
 from minikcp.syncer import client as downstream
-from minikcp.syncer import detach, kubeconfig, placement, reconcile, resources, translate
+from minikcp.syncer import (
+    detach,
+    kubeconfig,
+    placement,
+    reconcile,
+    resources,
+    supervise,
+    translate,
+)
 from minikcp.syncer.target import ItemKey, Settings, TargetWorker
 
 logger = logging.getLogger(__name__)
@@ -142,6 +150,11 @@ class Syncer:
                         await result
             except errors.StatusError as exc:
                 logger.warning("syncer: watch of %s failed: %s", rt.plural, exc.message)
+                rv = ""
+                await asyncio.sleep(1.0)
+            except Exception as exc:
+                # A defect handling one event must not end the syncer (nor the server with it).
+                logger.error("syncer: handling %s events failed: %r; listing again", rt.plural, exc)
                 rv = ""
                 await asyncio.sleep(1.0)
 
@@ -287,6 +300,8 @@ class Syncer:
             serves=serves,
             reconcile=lambda w, k: reconcile.reconcile(self, w, k),
             on_health=self._on_health,
+            collect=lambda w: reconcile.collect_namespaces(self, w),
+            status_up=lambda k: reconcile.status_up(self, k[1], k[2], k[3]),
         )
         # A target that answered before (the last run) keeps its placements from the start, so a
         # restart does not re-split replicas while the first probes are on their way.
@@ -294,7 +309,10 @@ class Syncer:
         for cluster in serves - {"*"}:
             self._hand_over(cluster, "default")  # exists in every cluster without an event
         assert self._tasks is not None
-        task = self._tasks.create_task(worker.run(), name=f"sync-target-{key[0]}-{key[1]}")
+        task = self._tasks.create_task(
+            supervise.forever(f"sync target {key[1]}", worker.run),
+            name=f"sync-target-{key[0]}-{key[1]}",
+        )
         self._running[key] = _Running(worker, task, fingerprint)
         logger.info("sync target %s|%s started (%s)", key[0], key[1], conn.server)
         await self.enqueue_all([worker])
@@ -308,6 +326,9 @@ class Syncer:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
+        running.worker.queue.close()
+        running.worker.status_queue.close()
+        await running.worker.client.close()
 
     async def _kubeconfig_of(self, cluster: str, spec: dict[str, Any]) -> tuple[str, str]:
         ref = spec.get("kubeconfigSecretRef") or {}

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from minikcp.syncer import client as downstream
-from minikcp.syncer import informer, resources, translate, workqueue
+from minikcp.syncer import informer, resources, supervise, translate, workqueue
 
 logger = logging.getLogger(__name__)
 
@@ -63,6 +63,8 @@ class TargetWorker:
         serves: frozenset[str],
         reconcile: Callable[[TargetWorker, ItemKey], Any],
         on_health: Callable[[TargetWorker], Any],
+        collect: Callable[[TargetWorker], Any],
+        status_up: Callable[[ItemKey], Any],
     ) -> None:
         self.ref = ref
         self.client = client
@@ -79,6 +81,11 @@ class TargetWorker:
         self.leftovers: set[ItemKey] = set()  # deletions given up on while unreachable
         self._reconcile = reconcile
         self._on_health = on_health
+        self._collect = collect
+        self._status_up = status_up
+        self.status_queue: workqueue.WorkQueue[ItemKey] = workqueue.WorkQueue(
+            max_delay=settings.max_backoff
+        )
         selector = f"{translate.TARGET_LABEL}={ref.key}"
         self.informers: dict[str, informer.Informer] = {
             name: informer.Informer(client, s.list_path, selector, self._handler(name))
@@ -113,12 +120,15 @@ class TargetWorker:
             key = self._upstream_key(resource, obj)
             if key is None:
                 return
-            # Status-only churn downstream needs no spec write (Deployment status goes up).
+            if resource == "deployments.apps":
+                # Status goes up on its own queue: it writes upstream only, so it does not
+                # wait behind downstream writes held by the rate limit.
+                self.status_queue.add(key[1], key)
+            # Status-only churn downstream needs no spec write.
             if (
                 kind == "MODIFIED"
                 and new is not None
                 and old is not None
-                and resource != "deployments.apps"
                 and not _content_changed(new, old)
             ):
                 return
@@ -155,20 +165,20 @@ class TargetWorker:
     # -- running --------------------------------------------------------------------------------
 
     async def run(self) -> None:
-        try:
-            async with asyncio.TaskGroup() as tasks:
-                tasks.create_task(self._probe_loop(), name=f"probe-{self.name}")
-                tasks.create_task(self.namespaces.run(), name=f"ns-informer-{self.name}")
-                # Objects are mapped back through their namespaces: know those first.
-                await self.namespaces.synced.wait()
-                for res, inf in self.informers.items():
-                    tasks.create_task(inf.run(), name=f"informer-{self.name}-{res}")
-                for i in range(self.settings.workers):
-                    tasks.create_task(self._work(), name=f"worker-{self.name}-{i}")
-                tasks.create_task(self._patrol(), name=f"patrol-{self.name}")
-        finally:
-            self.queue.close()
-            await self.client.close()
+        def task(name: str, run: Callable[[], Any]) -> None:
+            tasks.create_task(supervise.forever(f"{name} of {self.name}", run), name=name)
+
+        async with asyncio.TaskGroup() as tasks:
+            task("probe", self._probe_loop)
+            task("namespace informer", self.namespaces.run)
+            # Objects are mapped back through their namespaces: know those first.
+            await self.namespaces.synced.wait()
+            for res, inf in self.informers.items():
+                task(f"{res} informer", inf.run)
+            for i in range(self.settings.workers):
+                task(f"worker {i}", self._work)
+            task("patrol", self._patrol)
+            task("status", self._status_work)
 
     async def _work(self) -> None:
         while True:
@@ -194,6 +204,23 @@ class TargetWorker:
                     self.queue.add_after(key[1], key, float(requeue))
             finally:
                 self.queue.done(key)
+
+    async def _status_work(self) -> None:
+        while True:
+            _, key = await self.status_queue.get()
+            try:
+                await self._status_up(key)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                delay = self.status_queue.retry(key)
+                logger.warning(
+                    "status of %s from %s: %r (retry in %.1fs)", key, self.name, exc, delay
+                )
+            else:
+                self.status_queue.forget(key)
+            finally:
+                self.status_queue.done(key)
 
     async def _probe_loop(self) -> None:
         while True:
@@ -259,6 +286,10 @@ class TargetWorker:
             await asyncio.sleep(self.settings.patrol_interval * random.uniform(0.9, 1.1))
             if self.health.ready and self.synced_caches:
                 self._enqueue_cached()
+                try:
+                    await self._collect(self)
+                except (downstream.Unreachable, downstream.DownstreamError) as exc:
+                    logger.debug("patrol of %s: %s", self.name, exc)
 
     def require_ready(self) -> None:
         """Fail fast instead of calling a target known to be down (no hot loop while down)."""

@@ -7,7 +7,10 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
+
+import yaml
 
 from minikcp.syncer import translate
 from tests.server_process import ServerProcess
@@ -113,3 +116,8 @@ def condition(obj: dict[str, Any] | None, kind: str) -> dict[str, Any]:
             found: dict[str, Any] = c
             return found
     return {}
+
+
+def load_kubeconfig(path: Path) -> dict[str, Any]:
+    loaded: dict[str, Any] = yaml.safe_load(path.read_text())
+    return loaded

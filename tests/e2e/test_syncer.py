@@ -392,3 +392,89 @@ def test_attach_rejects_bad_input(up: ServerProcess, tmp_path: Path, cluster: st
         assert result.returncode == 2, result
         assert message in result.stderr, result.stderr
     assert env.get(up, cluster, "synctargets")["items"] == []
+
+
+def test_upstream_namespace_deleted(
+    up: ServerProcess,
+    downs: tuple[ServerProcess, ServerProcess],
+    two: tuple[str, str],
+    cluster: str,
+) -> None:
+    east, west = downs
+    up.kubectl("create", "configmap", "stays", cluster=cluster)  # in default
+    env.eventually(lambda: env.down_get(east, two[0], "configmap", "stays"))
+    up.kubectl("create", "namespace", "team", cluster=cluster)
+    up.kubectl("create", "configmap", "settings", "-n", "team", cluster=cluster)
+    up.kubectl("create", "deployment", "web", "-n", "team", "--image=nginx", cluster=cluster)
+    east_ns = env.downstream_ns(up, cluster, "east", "team")
+    west_ns = env.downstream_ns(up, cluster, "west", "team")
+    env.eventually(lambda: env.down_get(east, east_ns, "configmap", "settings"))
+    env.eventually(lambda: env.down_get(west, west_ns, "configmap", "settings"))
+    up.kubectl("delete", "namespace", "team", "--timeout=30s", cluster=cluster)
+    # Its content goes downstream, then (at the next patrol) the emptied namespaces.
+    for down, ns in ((east, east_ns), (west, west_ns)):
+        env.eventually(
+            lambda down=down, ns=ns: env.find(down, "root", "namespace", ns) is None,
+            timeout=30,
+            what=f"namespace {ns} removed",
+        )
+    # The namespace for `default` stays, with its content.
+    assert env.down_get(east, two[0], "configmap", "stays") is not None
+
+
+def test_exec_plugin_credentials(
+    up: ServerProcess,
+    downs: tuple[ServerProcess, ServerProcess],
+    cluster: str,
+    tmp_path: Path,
+) -> None:
+    """A kubeconfig whose user is an exec credential plugin (here: printing a bearer token)."""
+    east, _ = downs
+    token = (east.root / "admin-token").read_text().strip()
+    plugin = tmp_path / "credential-plugin"
+    credential = {
+        "apiVersion": "client.authentication.k8s.io/v1",
+        "kind": "ExecCredential",
+        "status": {"token": token},
+    }
+    plugin.write_text(f"#!/bin/sh\necho '{json.dumps(credential)}'\n")
+    plugin.chmod(0o755)
+    admin = env.load_kubeconfig(east.admin_kubeconfig)
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "current-context": "exec",
+        "clusters": [c for c in admin["clusters"] if c["name"] == "root"],
+        "contexts": [{"name": "exec", "context": {"cluster": "root", "user": "plugin"}}],
+        "users": [
+            {
+                "name": "plugin",
+                "user": {
+                    "exec": {
+                        "apiVersion": "client.authentication.k8s.io/v1",
+                        "command": str(plugin),
+                        "interactiveMode": "Never",
+                    }
+                },
+            }
+        ],
+    }
+    path = tmp_path / "exec.kubeconfig"
+    path.write_text(json.dumps(config))
+    result = env.minikcp(
+        "attach",
+        "viaexec",
+        "--kubeconfig",
+        str(path),
+        "--cluster",
+        cluster,
+        "--root-dir",
+        str(up.root),
+    )
+    assert result.returncode == 0, result.stderr
+    up.kubectl(
+        "wait", "--for=condition=Ready", "synctarget/viaexec", "--timeout=30s", cluster=cluster
+    )
+    up.kubectl("create", "configmap", "hello", cluster=cluster)
+    ns = env.downstream_ns(up, cluster, "viaexec")
+    env.eventually(lambda: env.down_get(east, ns, "configmap", "hello"), what="synced via exec")

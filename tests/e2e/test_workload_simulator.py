@@ -7,6 +7,8 @@ this also checks that the simulator serves every cluster of the process.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -423,3 +425,26 @@ def test_a_replica_set_that_cannot_be_created_shows_in_progressing(kubectl: Kube
     assert progressing["message"].startswith(f'Failed to create new replica set "{name}-')
     assert "must be no more than 253 characters" in progressing["message"]
     assert not items(kubectl, "replicasets", "app=long")
+
+
+@pytest.mark.parametrize("delay", ["-1", "soon", "nan"])
+def test_a_bad_rollout_delay_is_a_usage_error(tmp_path: Path, delay: str) -> None:
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "minikcp.cli.main",
+            "start",
+            "--root-dir",
+            str(tmp_path),
+            "--simulate-workloads",
+            "--rollout-delay",
+            delay,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert result.returncode == 2
+    assert "--rollout-delay" in result.stderr
+    assert not (tmp_path / "data.db").exists()

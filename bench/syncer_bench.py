@@ -1,0 +1,282 @@
+"""Syncer benchmark: Deployments in one logical cluster synced to two simulated physical clusters.
+
+Starts minikcp and two `--simulate-workloads` servers, attaches both, creates N Deployments
+(R replicas each, split across the two targets) with C concurrent HTTPS clients, then changes
+every Deployment's image. Prints, per phase, the p50/p99 time from the upstream request to the
+object being present (created: on both targets; image change: the new template on both) and to
+the upstream Deployment being rolled out as `kubectl rollout status` judges it (minus the
+simulated pod delay), and the downstream writes per upstream change: object creations,
+deletions and changes of anything but status seen by watches on the physical clusters (a
+server-side apply that changes nothing is not visible there, and is skipped by the syncer
+anyway). The syncer's per-target rate limit applies (--sync-qps, default 20/s as kcp's). All
+processes share the machine's cores, so figures vary with what else runs.
+Run: python bench/syncer_bench.py [--deployments 1000] [--replicas 2] [--delay 1] [--qps 20]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import collections
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import orjson
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from tests import server_process
+
+CLUSTER = "bench"
+APPS = f"/clusters/{CLUSTER}/apis/apps/v1/namespaces/default"
+_REVISION = "deployment.kubernetes.io/revision"
+
+
+def _pct(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * p))] if ordered else float("nan")
+
+
+def _deployment(name: str, replicas: int, image: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {"containers": [{"name": "c", "image": image}]},
+            },
+        },
+    }
+
+
+def _rolled_out(obj: dict[str, Any]) -> bool:
+    """kubectl's rollout status check (polymorphichelpers/rollout_status.go)."""
+    spec, status = obj.get("spec", {}), obj.get("status") or {}
+    want = spec.get("replicas", 1)
+    return bool(
+        obj["metadata"].get("generation", 0) <= status.get("observedGeneration", 0)
+        and status.get("updatedReplicas", 0) >= want
+        and status.get("replicas", 0) <= status.get("updatedReplicas", 0)
+        and status.get("availableReplicas", 0) >= status.get("updatedReplicas", 0)
+    )
+
+
+def _image(obj: dict[str, Any]) -> str:
+    return str(obj["spec"]["template"]["spec"]["containers"][0]["image"])
+
+
+def _content(obj: dict[str, Any]) -> bytes:
+    """What the syncer writes: everything but status and server-maintained metadata."""
+    meta = obj.get("metadata", {})
+    annotations = {k: v for k, v in (meta.get("annotations") or {}).items() if k != _REVISION}
+    body = {k: v for k, v in obj.items() if k not in ("metadata", "status")}
+    return orjson.dumps([body, meta.get("labels"), annotations], option=orjson.OPT_SORT_KEYS)
+
+
+class Observer:
+    def __init__(self) -> None:
+        self.watching = 0
+        self.upstream_done: dict[str, float] = {}
+        self.image: str = ""
+        # name -> targets where the wanted image is present, and when the last one got it
+        self.present_on: dict[str, set[int]] = collections.defaultdict(set)
+        self.present_at: dict[str, float] = {}
+        self.writes = 0
+        self._content: dict[tuple[int, str], bytes] = {}
+
+    async def upstream(self, session: aiohttp.ClientSession, base: str) -> None:
+        url = f"{base}{APPS}/deployments?watch=1"
+        async with session.get(url, timeout=aiohttp.ClientTimeout(total=None)) as resp:
+            self.watching += 1
+            async for line in resp.content:
+                obj = orjson.loads(line)["object"]
+                name = obj["metadata"]["name"]
+                if _image(obj) == self.image and _rolled_out(obj):
+                    self.upstream_done.setdefault(name, time.perf_counter())
+
+    async def downstream(self, index: int, session: aiohttp.ClientSession, base: str) -> None:
+        url = f"{base}/clusters/root/apis/apps/v1/deployments?watch=1"
+        async with session.get(url, timeout=aiohttp.ClientTimeout(total=None)) as resp:
+            self.watching += 1
+            async for line in resp.content:
+                event = orjson.loads(line)
+                obj = event["object"]
+                name = obj["metadata"]["name"]
+                key = (index, name)
+                if event["type"] == "DELETED":
+                    self._content.pop(key, None)
+                    self.writes += 1
+                    continue
+                content = _content(obj)
+                if self._content.get(key) != content:
+                    self.writes += 1
+                    self._content[key] = content
+                if _image(obj) == self.image and index not in self.present_on[name]:
+                    self.present_on[name].add(index)
+                    if len(self.present_on[name]) == 2:
+                        self.present_at[name] = time.perf_counter()
+
+
+async def _phase(
+    label: str, observer: Observer, names: list[str], act: Any, args: argparse.Namespace
+) -> None:
+    observer.upstream_done.clear()
+    observer.present_on.clear()
+    observer.present_at.clear()
+    writes = observer.writes
+    started: dict[str, float] = {}
+    queue = iter(names)
+
+    async def client() -> None:
+        for name in queue:
+            started[name] = time.perf_counter()
+            await act(name)
+
+    t0 = time.perf_counter()
+    await asyncio.gather(*(client() for _ in range(args.clients)))
+    requests = time.perf_counter() - t0
+    deadline = time.perf_counter() + args.timeout
+    while len(observer.upstream_done) < len(names) and time.perf_counter() < deadline:
+        await asyncio.sleep(0.2)
+    await asyncio.sleep(2)  # late writes (there should be none) still count
+    total = time.perf_counter() - t0
+    n = len(names)
+    print(f"{label}: {n} deployments, requests {n / requests:.0f}/s, all done in {total:.1f}s")
+    present = [observer.present_at[k] - started[k] for k in names if k in observer.present_at]
+    done = [observer.upstream_done[k] - started[k] - args.delay for k in names]
+    done = [d for k, d in zip(names, done, strict=True) if k in observer.upstream_done]
+    print(
+        f"  upstream request -> present on both targets: p50 {_pct(present, 0.5):.2f}s, "
+        f"p99 {_pct(present, 0.99):.2f}s ({len(present)}/{n})"
+    )
+    print(
+        f"  upstream request -> upstream rolled out, minus the {args.delay:g}s pod delay: "
+        f"p50 {_pct(done, 0.5):.2f}s, p99 {_pct(done, 0.99):.2f}s ({len(done)}/{n})"
+    )
+    print(f"  downstream writes per upstream change: {(observer.writes - writes) / n:.2f}")
+
+
+async def bench(
+    up: server_process.ServerProcess,
+    downs: list[server_process.ServerProcess],
+    args: argparse.Namespace,
+) -> None:
+    headers = {"Content-Type": "application/json", "Accept": "application/json"}
+    sessions = [
+        aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(ssl=s.ssl_context(), limit=args.clients + 4),
+            headers=headers,
+        )
+        for s in (up, *downs)
+    ]
+    observer = Observer()
+    tasks = [asyncio.create_task(observer.upstream(sessions[0], up.base_url))]
+    tasks += [
+        asyncio.create_task(observer.downstream(i, sessions[i + 1], d.base_url))
+        for i, d in enumerate(downs)
+    ]
+    try:
+        while observer.watching < 3:
+            await asyncio.sleep(0.05)
+        names = [f"d{i:05d}" for i in range(args.deployments)]
+        session = sessions[0]
+
+        async def create(name: str) -> None:
+            body = orjson.dumps(_deployment(name, args.replicas, "nginx:1.26"))
+            async with session.post(f"{up.base_url}{APPS}/deployments", data=body) as resp:
+                assert resp.status == 201, await resp.text()
+
+        async def set_image(name: str) -> None:
+            patch = {
+                "spec": {
+                    "template": {"spec": {"containers": [{"name": "c", "image": "nginx:1.27"}]}}
+                }
+            }
+            async with session.patch(
+                f"{up.base_url}{APPS}/deployments/{name}",
+                data=orjson.dumps(patch),
+                headers={"Content-Type": "application/strategic-merge-patch+json"},
+            ) as resp:
+                assert resp.status == 200, await resp.text()
+
+        observer.image = "nginx:1.26"
+        await _phase("create", observer, names, create, args)
+        observer.image = "nginx:1.27"
+        await _phase("image change", observer, names, set_image, args)
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        for s in sessions:
+            await s.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--deployments", type=int, default=1000)
+    parser.add_argument("--replicas", type=int, default=2)
+    parser.add_argument("--clients", type=int, default=16)
+    parser.add_argument("--delay", type=float, default=1.0, help="simulated pod start, seconds")
+    parser.add_argument("--qps", type=float, default=20.0, help="syncer requests/s per target")
+    parser.add_argument("--timeout", type=float, default=900.0)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        up = server_process.start_server(
+            work, extra_args=("--sync-qps", str(args.qps), "--sync-burst", str(int(args.qps * 1.5)))
+        )
+        downs = [
+            server_process.start_server(
+                work, extra_args=("--simulate-workloads", "--rollout-delay", str(args.delay))
+            )
+            for _ in range(2)
+        ]
+        try:
+            for name, down in zip(("east", "west"), downs, strict=True):
+                subprocess.run(
+                    [
+                        sys.executable,
+                        "-m",
+                        "minikcp.cli.main",
+                        "attach",
+                        name,
+                        "--kubeconfig",
+                        str(down.admin_kubeconfig),
+                        "--context",
+                        "root",
+                        "--cluster",
+                        CLUSTER,
+                        "--root-dir",
+                        str(up.root),
+                    ],
+                    check=True,
+                    capture_output=True,
+                )
+                up.kubectl(
+                    "wait",
+                    "--for=condition=Ready",
+                    f"synctarget/{name}",
+                    "--timeout=60s",
+                    cluster=CLUSTER,
+                )
+            print(
+                f"{args.deployments} Deployments x {args.replicas} replicas, 2 targets, "
+                f"syncer {args.qps:g} requests/s per target, {args.clients} clients"
+            )
+            asyncio.run(bench(up, downs, args))
+        finally:
+            for proc in (up, *downs):
+                proc.stop()
+
+
+if __name__ == "__main__":
+    main()
