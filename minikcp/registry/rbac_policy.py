@@ -376,8 +376,11 @@ class PolicyStore:
             return ALLOWED
         if attrs.cluster == "*" or not attrs.cluster:
             return Decision(allowed=False)
-        user = scoped(user, attrs.cluster)
-        policy = await self.policy(attrs.cluster)
+        if user.extra:
+            user = scoped(user, attrs.cluster)
+        policy = self._clusters.get(attrs.cluster)  # the common case: no coroutine
+        if policy is None:
+            policy = await self.policy(attrs.cluster)
         if not policy.has_access(user, attrs.cluster):
             return Decision(allowed=False)
         resolved = policy.resolve(user, attrs.namespace)

@@ -75,9 +75,7 @@ def build_app(
         watch = request.query.get("watch", "") in ("true", "1")
         info = request_info.parse(request.method, request.path, watch_param=watch)
         # authenticate -> (resolve the cluster path) -> authorize -> handle
-        user = _authenticate(request, authenticator)
-        if user.uid and not await service_accounts.account_exists(reg, user):
-            raise authn.UNAUTHORIZED
+        user = await _authenticate(request, authenticator, reg)
         await _authorize(reg, info, user, request)
         if info.is_resource_request:
             return await resource_handler.handle(request, info, user)
@@ -89,16 +87,23 @@ def build_app(
     return app
 
 
-def _authenticate(request: web.Request, authenticator: authn.Authenticator) -> users.UserInfo:
+async def _authenticate(
+    request: web.Request, authenticator: authn.Authenticator, reg: registry.Registry
+) -> users.UserInfo:
     peer: bytes | None = None
     transport = request.transport
     if transport is not None:
         tls = transport.get_extra_info("ssl_object")
         if tls is not None:
             peer = tls.getpeercert(binary_form=True)
-    return authenticator.authenticate(
+    user = authenticator.authenticate(
         authorization=request.headers.get("Authorization"), peer_der=peer
     )
+    # A ServiceAccount token is good only while its account is the one it was issued for.
+    is_account = service_accounts.is_service_account(user)
+    if is_account and not await service_accounts.account_exists(reg, user):
+        raise authn.UNAUTHORIZED
+    return user
 
 
 async def _authorize(
