@@ -19,7 +19,7 @@ from aiohttp import web
 from minikcp.auth import authn, pki, service_accounts, tls, token_file
 from minikcp.cli import kubeconfigs
 from minikcp.controllers import crds as crd_controller
-from minikcp.controllers import workload_simulator
+from minikcp.controllers import rbac_aggregation, workload_simulator
 from minikcp.machinery import rbac, users
 from minikcp.registry import registry, token_requests
 from minikcp.server import app as server_app
@@ -166,6 +166,9 @@ async def serve(options: ServeOptions) -> None:
                 simulator = workload_simulator.WorkloadSimulator(reg, options.simulate_workloads)
                 simulator_task = tasks.create_task(simulator.run(), name="workload-simulator")
             crd_task = tasks.create_task(crd_controller.CrdController(reg).run(), name="crds")
+            aggregation_task = tasks.create_task(
+                rbac_aggregation.ClusterRoleAggregation(reg).run(), name="rbac-aggregation"
+            )
             application = server_app.build_app(
                 reg, authenticator, ready=ready.is_set, server_timing=options.server_timing
             )
@@ -191,6 +194,7 @@ async def serve(options: ServeOptions) -> None:
                     simulator_task.cancel()
                 registry_task.cancel()
                 crd_task.cancel()
+                aggregation_task.cancel()
                 hub_task.cancel()
                 raise StartupError(
                     f"cannot listen on {host}:{options.secure_port}: {exc}"
@@ -215,6 +219,7 @@ async def serve(options: ServeOptions) -> None:
             if simulator_task is not None:
                 simulator_task.cancel()
             crd_task.cancel()
+            aggregation_task.cancel()
             registry_task.cancel()
             hub_task.cancel()
     except* StartupError as group:
