@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -14,6 +15,15 @@ from minikcp.registry import registry
 from minikcp.server import encoding, nonresource, resources
 
 logger = logging.getLogger(__name__)
+
+_PRIVILEGED_GROUP = "system:masters"
+
+# `/clusters/<name-or-path>` -> the logical cluster name storage keys use (tenancy's resolver).
+ClusterResolve = Callable[[str], Awaitable[str]]
+
+
+async def _as_is(cluster: str) -> str:
+    return cluster
 
 
 def _status_response(exc: errors.StatusError) -> web.Response:
@@ -61,6 +71,7 @@ def build_app(
     *,
     ready: Callable[[], bool] = lambda: True,
     server_timing: bool = False,
+    resolve_cluster: ClusterResolve = _as_is,
 ) -> web.Application:
     middlewares = [status_errors]
     if server_timing:
@@ -78,6 +89,8 @@ def build_app(
         user = _authenticate(request, authenticator)
         if user.uid and not await service_accounts.account_exists(reg, user):
             raise authn.UNAUTHORIZED
+        if user is not authn.ANONYMOUS:  # who may not get further learns nothing of paths
+            info = await _logical_cluster(info, user, resolve_cluster)
         await _authorize(reg, info, user, request)
         if info.is_resource_request:
             return await resource_handler.handle(request, info, user)
@@ -87,6 +100,26 @@ def build_app(
 
     app.router.add_route("*", "/{tail:.*}", dispatch)
     return app
+
+
+async def _logical_cluster(
+    info: request_info.RequestInfo, user: users.UserInfo, resolve: ClusterResolve
+) -> request_info.RequestInfo:
+    """The request with its cluster path resolved to a logical cluster name; wildcard requests
+    (list and watch across all logical clusters) only for privileged users."""
+    if info.cluster == request_info.WILDCARD_CLUSTER:
+        if _PRIVILEGED_GROUP not in user.groups:
+            what = info.resource or info.path
+            raise errors.forbidden(
+                what,
+                "",
+                f"User {user.name!r} cannot {info.verb} {what!r} across all logical clusters "
+                f"(/clusters/*): only members of {_PRIVILEGED_GROUP} can",
+                group=info.group,
+            )
+        return info
+    cluster = await resolve(info.cluster)
+    return info if cluster == info.cluster else dataclasses.replace(info, cluster=cluster)
 
 
 def _authenticate(request: web.Request, authenticator: authn.Authenticator) -> users.UserInfo:
