@@ -59,7 +59,7 @@ class CustomCatalogs:
         served = sorted(
             (crd for crd in found.values() if crds.is_established(crd)), key=_creation_order
         )
-        fingerprint = orjson.dumps([crd.get("spec") for crd in served])
+        fingerprint = _fingerprint(served)
         built = crds.extended_catalog(self._base, served)
         self._catalogs[cluster] = (fingerprint, built)
         return built
@@ -126,7 +126,7 @@ class CustomCatalogs:
                 key=_creation_order,
             )
             # Status-only changes keep the catalog and its documents (and their ETags).
-            if orjson.dumps([c.get("spec") for c in served]) != cached[0]:
+            if _fingerprint(served) != cached[0]:
                 del self._catalogs[cluster]
                 self._wildcard = None
         else:
@@ -176,6 +176,13 @@ class CustomCatalogs:
         self._dirty.update(before | set(self._crds))
         self._changed.set()
         return revision
+
+
+def _fingerprint(served: list[Obj]) -> bytes:
+    """What the served kinds derive from: the specs and accepted names of the served CRDs."""
+    return orjson.dumps(
+        [(crd.get("spec"), (crd.get("status") or {}).get("acceptedNames")) for crd in served]
+    )
 
 
 def _creation_order(crd: Obj) -> tuple[str, str]:

@@ -87,9 +87,12 @@ async def test_a_spec_change_rebuilds_the_catalog_and_a_label_does_not(
         _with(("spec", "names", "shortNames"), ["wdg"]),
         OPTS,
     )
-    rebuilt = reg.catalog_for("a")
+    # Served once the controller has accepted the new name.
+    rebuilt = await _until(
+        lambda: reg.catalog_for("a").resolve("example.com", "", "wdg") and reg.catalog_for("a")
+    )
     assert rebuilt is not first
-    assert rebuilt.resolve("example.com", "", "wdg") is not None
+    assert rebuilt.resolve("example.com", "", "wd") is None
 
 
 def _with(path: tuple[str, ...], value: Any) -> Callable[[dict[str, Any] | None], dict[str, Any]]:
