@@ -175,11 +175,11 @@ class DeploymentPass:
         surplus = len(cleanable) - limit
         if surplus <= 0:
             return
-        for rs in sorted(cleanable, key=rollout.revision)[:surplus]:
+        doomed = sorted(cleanable, key=rollout.revision)[:surplus]
+        for rs in doomed:
             await self.objects.delete_replica_set(self.ctx, rs)
             self.writes += 1
-        gone = {id(rs) for rs in sorted(cleanable, key=rollout.revision)[:surplus]}
-        self.old_rss = [rs for rs in self.old_rss if id(rs) not in gone]
+        self.old_rss = [rs for rs in self.old_rss if all(rs is not d for d in doomed)]
 
     async def _write_deployment_status(self, created: bool) -> None:
         deployment = self.deployment
