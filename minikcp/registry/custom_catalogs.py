@@ -42,6 +42,7 @@ class CustomCatalogs:
         self._catalogs: dict[str, tuple[bytes, catalog.Catalog]] = {}
         self._wildcard: catalog.Catalog | None = None
         self._dirty: set[str] = set()
+        self._orphans: list[tuple[str, Obj]] = []
         self._changed = asyncio.Event()
         self._loaded_revision = 0
 
@@ -107,9 +108,14 @@ class CustomCatalogs:
         cluster = parsed.cluster
         found = self._crds.setdefault(cluster, {})
         if value is None:
-            found.pop(parsed.name, None)
+            gone = found.pop(parsed.name, None)
             if not found:
                 del self._crds[cluster]
+            if gone is not None and crds.CLEANUP_FINALIZER in (
+                (gone.get("metadata") or {}).get("finalizers") or ()
+            ):
+                # Removed without its cleanup (a prefix deletion): its objects are orphans.
+                self._orphans.append((cluster, gone))
         else:
             try:
                 found[parsed.name] = orjson.loads(value)
@@ -133,6 +139,11 @@ class CustomCatalogs:
             self._wildcard = None
         self._dirty.add(cluster)
         self._changed.set()
+
+    def take_orphans(self) -> list[tuple[str, Obj]]:
+        """(cluster, CRD) of CRDs that left storage without their objects being deleted."""
+        orphans, self._orphans = self._orphans, []
+        return orphans
 
     def take_changed(self) -> set[str]:
         """The logical clusters changed since the last call, without waiting."""
