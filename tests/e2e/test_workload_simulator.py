@@ -142,6 +142,16 @@ def test_scale_up_and_down(kubectl: Kubectl) -> None:
     assert (status["replicas"], status["availableReplicas"]) == (1, 1)
     (rs,) = items(kubectl, "replicasets", "app=scaled")
     assert rs["spec"]["replicas"] == 1
+    # The deployment controller's events, as `kubectl describe` shows them.
+    name = rs["metadata"]["name"]
+    described = kubectl("describe", "deployment", "scaled").stdout
+    for line in (
+        f"Scaled up replica set {name} from 0 to 2",
+        f"Scaled up replica set {name} from 2 to 5",
+        f"Scaled down replica set {name} from 5 to 1",
+    ):
+        assert line in described, described
+    assert "ScalingReplicaSet" in described and "deployment-controller" in described
 
 
 def test_new_template_rolls_out_a_new_replica_set(kubectl: Kubectl) -> None:
