@@ -77,6 +77,7 @@ class WorkspaceAdmission(admission.Admission):
             spec["type"] = dict(DEFAULT_TYPE)
         spec["cluster"] = paths.new_cluster_name()
         spec["URL"] = f"{self._base_url}/clusters/{path}"
+        self._resolver.remember_path(spec["cluster"], path)
         obj["status"] = {"phase": INITIALIZING}
         finalizers = meta.setdefault("finalizers", [])
         if FINALIZER not in finalizers:
