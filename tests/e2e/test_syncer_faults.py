@@ -100,6 +100,31 @@ def test_target_down_and_back(procs: list[ServerProcess], tmp_path: Path, cluste
     up.kubectl("rollout", "status", "deployment/web", "--timeout=30s", cluster=cluster)
 
 
+def test_target_restarted_without_its_data(
+    procs: list[ServerProcess], tmp_path: Path, cluster: str
+) -> None:
+    up = _start(procs, tmp_path, *env.UPSTREAM_ARGS)
+    down = _start(procs, tmp_path, *env.DOWNSTREAM_ARGS)
+    env.attach(up, cluster, "fresh", down)
+    ns = env.downstream_ns(up, cluster, "fresh")
+    up.kubectl("create", "configmap", "settings", cluster=cluster)
+    up.kubectl("create", "deployment", "web", "--image=nginx", "--replicas=2", cluster=cluster)
+    env.eventually(lambda: _uid(down, ns, "configmap", "settings") and _replicas(down, ns) == 2)
+    down.stop()
+    # The same cluster (address, CA, credentials) comes back empty.
+    empty = _start(
+        procs,
+        tmp_path,
+        *env.DOWNSTREAM_ARGS,
+        port=down.port,
+        credentials_from=down.root,
+    )
+    env.eventually(lambda: _uid(empty, ns, "configmap", "settings"), timeout=40, what="re-created")
+    env.eventually(lambda: _replicas(empty, ns) == 2, what="the deployment re-created")
+    up.kubectl("rollout", "status", "deployment/web", "--timeout=30s", cluster=cluster)
+    assert env.find(up, cluster, "configmap", "settings") is not None
+
+
 def test_detach_of_an_unreachable_target_is_bounded(
     procs: list[ServerProcess], tmp_path: Path, cluster: str
 ) -> None:
