@@ -133,7 +133,9 @@ async def bench(
         )
         await _setup(setup, base, bindings=100)
     for round_no in range(rounds):
-        for who, token in tokens.items():
+        # Who goes first alternates too: the store grows with every round.
+        order = list(tokens.items())
+        for who, token in order if round_no % 2 == 0 else order[::-1]:
             headers = {"Content-Type": "application/json", "Authorization": f"Bearer {token}"}
             connector = aiohttp.TCPConnector(ssl=ssl_ctx, limit=clients + 10)
             async with aiohttp.ClientSession(connector=connector, headers=headers) as session:

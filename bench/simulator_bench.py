@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import collections
+import math
 import os
 import sys
 import tempfile
@@ -36,6 +37,12 @@ CORE = f"/clusters/{CLUSTER}/api/v1/namespaces/default"
 def _pct(values: list[float], p: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(len(ordered) * p))] if ordered else float("nan")
+
+
+def _rolling_steps(replicas: int) -> int:
+    """Pod delays a default rolling update (maxSurge 25% up, maxUnavailable 25% down) waits."""
+    surge = max(math.ceil(replicas / 4), 1)
+    return math.ceil(replicas / surge)
 
 
 def _cpu_seconds(pid: int) -> float:
@@ -134,7 +141,7 @@ async def _phase(
     latencies = [observer.done_at[k] - started[k] - delay for k in names if k in observer.done_at]
     if latencies:
         print(
-            f"  request -> rolled out, minus the {delay:g}s pod delay: "
+            f"  request -> rolled out, minus {delay:g}s of pod delays: "
             f"p50 {_pct(latencies, 0.5) * 1000:.0f} ms, p99 {_pct(latencies, 0.99) * 1000:.0f} ms"
             f" ({len(latencies)}/{n} done)"
         )
@@ -200,7 +207,7 @@ async def bench(server: server_process.ServerProcess, args: argparse.Namespace) 
             names,
             set_image,
             args.clients,
-            args.delay,
+            args.delay * _rolling_steps(args.replicas),
             pid,
             lambda: everything <= observer.done_at.keys(),
         )

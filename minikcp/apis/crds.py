@@ -130,7 +130,10 @@ class ServedTypes:
 def served_types(crd: Obj) -> ServedTypes:
     """The types and schemas a (valid, accepted) CRD serves: one per served version."""
     spec = _map(crd.get("spec"))
-    names = _map(spec.get("names"))
+    # Served under the names the controller accepted (a later conflicting change of spec.names
+    # is not served); before any were accepted, under spec.names.
+    accepted = _map(_map(crd.get("status")).get("acceptedNames"))
+    names = accepted if accepted.get("plural") else _map(spec.get("names"))
     group = str(spec.get("group") or "")
     kind = str(names.get("kind") or "")
     list_kind = str(names.get("listKind") or f"{kind}List")

@@ -64,6 +64,7 @@ def validate_crd(obj: Obj, old: Obj | None) -> list[Cause]:
         if not _str(names.get(field)):
             causes.append(vm.required(child("spec.names", field)))
     causes.extend(_names(names))
+    causes.extend(_stored_versions(obj, spec))
     if old is not None:
         old_spec = _map(old.get("spec"))
         old_names = _map(old_spec.get("names"))
@@ -72,6 +73,18 @@ def validate_crd(obj: Obj, old: Obj | None) -> list[Cause]:
         causes.extend(vm.immutable("spec.group", group, old_spec.get("group")))
         causes.extend(vm.immutable("spec.names.plural", plural, old_names.get("plural")))
     return causes
+
+
+def _stored_versions(obj: Obj, spec: Obj) -> Iterator[Cause]:
+    """Versions objects may be stored in must stay in spec.versions (upstream's
+    ValidateCustomResourceDefinitionStoredVersions)."""
+    stored = _list(_map(obj.get("status")).get("storedVersions"))
+    names = {_str(_map(v).get("name")) for v in _list(spec.get("versions"))}
+    for i, version in enumerate(stored):
+        if version not in names:
+            yield vm.invalid(
+                index("status.storedVersions", i), version, "must appear in spec.versions"
+            )
 
 
 def _names(names: Obj) -> Iterator[Cause]:

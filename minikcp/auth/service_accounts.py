@@ -123,6 +123,11 @@ class TokenVerifier:
         )
 
 
+def is_service_account(user: users.UserInfo) -> bool:
+    """Authenticated by a ServiceAccount token (which names the account's logical cluster)."""
+    return bool(user.extra) and rbac_policy.CLUSTER_NAME_EXTRA in user.extra
+
+
 async def account_exists(reg: registry.Registry, user: users.UserInfo) -> bool:
     """A token of a deleted (or deleted and re-created) ServiceAccount is refused, as upstream's
     validator compares the account's uid with the token's."""

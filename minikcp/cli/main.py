@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from minikcp.auth import pki
-from minikcp.cli import attach, kubeconfigs, serve
+from minikcp.cli import attach, kubeconfigs, serve, ws
 from minikcp.controllers import workload_simulator
 from minikcp.machinery import request_info
 from minikcp.server import nonresource
@@ -140,6 +140,7 @@ def _parser() -> argparse.ArgumentParser:
     kc.add_argument("-o", "--output", type=Path, default=None)
     attach.add_parsers(sub)
     sub.add_parser("version", help="print the version")
+    sub.add_parser("ws", help="move between workspaces, as `kubectl ws` (see `minikcp ws -h`)")
     return parser
 
 
@@ -151,6 +152,9 @@ def _seconds(text: str) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["ws"]:
+        return ws.run(argv[1:], prog="minikcp ws")
     args = _parser().parse_args(argv)
     if args.command == "version":
         print(f"minikcp 0.1.0 (serving Kubernetes {nonresource.GIT_VERSION})")

@@ -19,12 +19,14 @@ from aiohttp import web
 from minikcp.auth import authn, pki, service_accounts, tls, token_file
 from minikcp.cli import kubeconfigs
 from minikcp.controllers import crds as crd_controller
-from minikcp.controllers import workload_simulator
+from minikcp.controllers import rbac_aggregation, workload_simulator
+from minikcp.controllers import workspaces as workspace_controller
 from minikcp.machinery import rbac, users
 from minikcp.registry import registry, token_requests
 from minikcp.server import app as server_app
 from minikcp.syncer import syncer as workload_syncer
 from minikcp.syncer import target as sync_target
+from minikcp.tenancy import workspaces
 from storage import errors as storage_errors
 from storage import hub as storage_hub
 from storage import interface as storage_interface
@@ -157,17 +159,29 @@ async def serve(options: ServeOptions) -> None:
                 service_account_tokens=token_requests.TokenSettings(sign=signing_key.sign),
             )
             registry_task = tasks.create_task(reg.run(), name="registry")
+            resolver, lifecycle = workspaces.install(reg, base_url)
+            resolver_task = tasks.create_task(resolver.run(), name="cluster-resolver")
+            controller = workspace_controller.WorkspaceController(lifecycle)
+            controller_task = tasks.create_task(controller.run(), name="workspace-controller")
             syncer = workload_syncer.Syncer(
                 reg, options.sync, extra_resources=options.sync_resources
             )
             syncer_task = tasks.create_task(syncer.run(), name="syncer")
-            simulator_task: asyncio.Task[None] | None = None
+            crd_task = tasks.create_task(crd_controller.CrdController(reg).run(), name="crds")
+            background = [registry_task, resolver_task, controller_task, syncer_task, crd_task]
             if options.simulate_workloads is not None:
                 simulator = workload_simulator.WorkloadSimulator(reg, options.simulate_workloads)
-                simulator_task = tasks.create_task(simulator.run(), name="workload-simulator")
-            crd_task = tasks.create_task(crd_controller.CrdController(reg).run(), name="crds")
+                background.append(tasks.create_task(simulator.run(), name="workload-simulator"))
+            aggregation_task = tasks.create_task(
+                rbac_aggregation.ClusterRoleAggregation(reg).run(), name="rbac-aggregation"
+            )
+            background.append(aggregation_task)
             application = server_app.build_app(
-                reg, authenticator, ready=ready.is_set, server_timing=options.server_timing
+                reg,
+                authenticator,
+                ready=ready.is_set,
+                server_timing=options.server_timing,
+                resolve_cluster=resolver.resolve,
             )
             # Cancel a handler when its client goes away: a watch nobody reads must not linger.
             runner = web.AppRunner(
@@ -186,12 +200,8 @@ async def serve(options: ServeOptions) -> None:
                 await site.start()
             except OSError as exc:
                 await runner.cleanup()
-                syncer_task.cancel()
-                if simulator_task is not None:
-                    simulator_task.cancel()
-                registry_task.cancel()
-                crd_task.cancel()
-                hub_task.cancel()
+                for task in (*background, hub_task):
+                    task.cancel()
                 raise StartupError(
                     f"cannot listen on {host}:{options.secure_port}: {exc}"
                 ) from None
@@ -211,12 +221,8 @@ async def serve(options: ServeOptions) -> None:
             ready.clear()
             # Stop accepting, end open watches and requests, then stop the hub.
             await runner.cleanup()
-            syncer_task.cancel()
-            if simulator_task is not None:
-                simulator_task.cancel()
-            crd_task.cancel()
-            registry_task.cancel()
-            hub_task.cancel()
+            for task in (*background, hub_task):
+                task.cancel()
     except* StartupError as group:
         raise group.exceptions[0] from None
     finally:

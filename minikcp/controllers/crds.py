@@ -38,6 +38,7 @@ class CrdController:
         """Runs until cancelled; a failed cluster is retried after a second."""
         pending = set(self._registry.crds.clusters())
         while True:
+            await self._delete_orphans()
             failed: set[str] = set()
             for cluster in sorted(pending):
                 try:
@@ -54,6 +55,31 @@ class CrdController:
                 pending = failed | self._registry.crds.take_changed()
                 continue
             pending = await self._registry.crds.changed_clusters()
+
+    async def _delete_orphans(self) -> None:
+        """Objects of CRDs removed without cleanup (e.g. their logical cluster's prefix deletion)
+        are deleted, unless a CRD serving the same resource is back in that cluster."""
+        for cluster, crd in self._registry.crds.take_orphans():
+            rt = crds.storage_type(crd)
+            if rt is None:
+                continue
+            again = [
+                other
+                for other in self._registry.crds.crds_in(cluster)
+                if (s := crds.storage_type(other)) is not None
+                and (s.group, s.plural) == (rt.group, rt.plural)
+            ]
+            if again:
+                continue
+            try:
+                count = await self._registry.delete_custom_resources(rt, cluster)
+            except Exception:
+                logger.exception("objects of the removed CRD %s/%s", cluster, rt.plural)
+                continue
+            if count:
+                logger.info(
+                    "deleted %d objects of the removed CRD %s in %s", count, rt.plural, cluster
+                )
 
     async def sync(self, cluster: str) -> None:
         ctx = RequestContext(cluster=cluster)

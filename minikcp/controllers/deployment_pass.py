@@ -62,6 +62,8 @@ class DeploymentPass:
             )
             try:
                 new_rs = (await self.objects.create_replica_set(self.ctx, body)).view()
+                if size:
+                    await self._scaled(new_rs, 0, size)
             except errors.StatusError as exc:
                 if exc.reason == "AlreadyExists":
                     await self._collided(body["metadata"]["name"])
@@ -84,16 +86,14 @@ class DeploymentPass:
             resized = rollout.paused_replicas(deployment, new_rs, old_rss)
             if new_rs is not None and new_rs["metadata"]["name"] in resized:
                 size = resized.pop(new_rs["metadata"]["name"])
-                new_rs = (await self.objects.update_replica_set(self.ctx, new_rs, size, {})).view()
-                self.writes += 1
+                new_rs = await self._scale(new_rs, size, {})
         else:
             resized = rollout.old_rs_replicas(deployment, new_rs, old_rss)
         scaled_old: list[Mapping[str, Any]] = []
         for rs in old_rss:
             new_size = resized.get(rs["metadata"]["name"])
             if new_size is not None:
-                rs = (await self.objects.update_replica_set(self.ctx, rs, new_size, {})).view()
-                self.writes += 1
+                rs = await self._scale(rs, new_size, {})
             scaled_old.append(rs)
         everything = ([new_rs] if new_rs is not None else []) + scaled_old
         synced = [await self._sync_pods(rs) for rs in everything]
@@ -151,8 +151,27 @@ class DeploymentPass:
             current.get(k) == v for k, v in annotations.items()
         ):
             return new_rs
+        return await self._scale(new_rs, size, annotations)
+
+    async def _scale(
+        self, rs: Mapping[str, Any], size: int, annotations: Mapping[str, str]
+    ) -> Mapping[str, Any]:
+        before = rollout.replicas(rs)
+        updated = (await self.objects.update_replica_set(self.ctx, rs, size, annotations)).view()
         self.writes += 1
-        return (await self.objects.update_replica_set(self.ctx, new_rs, size, annotations)).view()
+        if size != before:
+            await self._scaled(updated, before, size)
+        return updated
+
+    async def _scaled(self, rs: Mapping[str, Any], before: int, after: int) -> None:
+        direction = "up" if after > before else "down"
+        await self.objects.record_event(
+            self.ctx,
+            self.deployment,
+            "ScalingReplicaSet",
+            f"Scaled {direction} replica set {rs['metadata']['name']} from {before} to {after}",
+            "deployment-controller",
+        )
 
     async def _sync_pods(self, rs: Mapping[str, Any]) -> Mapping[str, Any]:
         outcome = await replica_set_pass.sync_replica_set(
@@ -175,11 +194,11 @@ class DeploymentPass:
         surplus = len(cleanable) - limit
         if surplus <= 0:
             return
-        for rs in sorted(cleanable, key=rollout.revision)[:surplus]:
+        doomed = sorted(cleanable, key=rollout.revision)[:surplus]
+        for rs in doomed:
             await self.objects.delete_replica_set(self.ctx, rs)
             self.writes += 1
-        gone = {id(rs) for rs in sorted(cleanable, key=rollout.revision)[:surplus]}
-        self.old_rss = [rs for rs in self.old_rss if id(rs) not in gone]
+        self.old_rss = [rs for rs in self.old_rss if all(rs is not d for d in doomed)]
 
     async def _write_deployment_status(self, created: bool) -> None:
         deployment = self.deployment

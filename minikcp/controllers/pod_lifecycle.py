@@ -226,9 +226,45 @@ def pod_status(pod: Mapping[str, Any], state: State, now: float) -> dict[str, An
         "startTime": started,
         "containerStatuses": statuses,
     }
+    init = [
+        _init_container_status(c, uid, state, started, meta.get("name", ""))
+        for c in spec.get("initContainers") or ()
+    ]
+    if init:
+        status["initContainerStatuses"] = init
     if "qosClass" in old:
         status["qosClass"] = old["qosClass"]
     return status
+
+
+def _init_container_status(
+    container: Mapping[str, Any], uid: str, state: State, started: str, pod_name: str
+) -> dict[str, Any]:
+    """Init containers have completed; sidecars (restartPolicy Always) run beside the rest."""
+    if container.get("restartPolicy") == "Always":
+        return _container_status(container, uid, state, started, started, pod_name)
+    name = container.get("name", "")
+    image = container.get("image", "")
+    container_id = _container_id(uid, name, 0)
+    return {
+        "name": name,
+        "image": image,
+        "imageID": _image_id(image),
+        "containerID": container_id,
+        "ready": True,
+        "restartCount": 0,
+        "started": False,
+        "state": {
+            "terminated": {
+                "exitCode": 0,
+                "reason": "Completed",
+                "startedAt": started,
+                "finishedAt": started,
+                "containerID": container_id,
+            }
+        },
+        "lastState": {},
+    }
 
 
 def _container_status(

@@ -5,6 +5,7 @@ at once (so the next pass sees them, and their watch events wake nobody)."""
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -14,6 +15,8 @@ from minikcp.machinery import errors
 from minikcp.registry import registry
 from minikcp.registry import store as generic_store
 from minikcp.registry.objects import RequestContext, StoredObject, WriteOptions
+
+logger = logging.getLogger(__name__)
 
 _CONTROLLER = WriteOptions(field_manager="kube-controller-manager")
 _KUBELET = WriteOptions(field_manager="kubelet")
@@ -32,10 +35,13 @@ class WorkloadObjects:
         deployments = types.by_resource("apps", "v1", "deployments")
         replica_sets = types.by_resource("apps", "v1", "replicasets")
         pods = types.by_resource("", "v1", "pods")
+        events = types.by_resource("", "v1", "events")
         assert deployments is not None and replica_sets is not None and pods is not None
+        assert events is not None
         self._deployments = reg.store(deployments)
         self._replica_sets = reg.store(replica_sets)
         self._pods = reg.store(pods)
+        self._events = reg.store(events)
         self.deployment_informer = informer.Informer(
             reg, deployments, owner_kind="", on_change=on_deployment
         )
@@ -178,6 +184,45 @@ class WorkloadObjects:
         )
         self.deployment_informer.record(written)
         return written
+
+    async def record_event(
+        self,
+        ctx: RequestContext,
+        obj: Mapping[str, Any],
+        reason: str,
+        message: str,
+        component: str,
+    ) -> None:
+        """A Normal event about `obj`, as client-go's recorder writes one; best effort."""
+        meta = obj["metadata"]
+        stamp = rollout.rfc3339(time.time())
+        event = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"name": f"{meta['name']}.{time.time_ns():x}"},
+            "involvedObject": {
+                "kind": obj.get("kind", ""),
+                "namespace": meta.get("namespace", ""),
+                "name": meta["name"],
+                "uid": meta.get("uid", ""),
+                "apiVersion": obj.get("apiVersion", ""),
+                "resourceVersion": meta.get("resourceVersion", ""),
+            },
+            "reason": reason,
+            "message": message,
+            "type": "Normal",
+            "source": {"component": component},
+            "firstTimestamp": stamp,
+            "lastTimestamp": stamp,
+            "count": 1,
+            "reportingComponent": component,
+            "reportingInstance": "",
+        }
+        try:
+            await self._events.create(ctx, meta.get("namespace", ""), event, _CONTROLLER)
+        except errors.StatusError as exc:
+            # Like client-go's recorder: an event that cannot be written is dropped.
+            logger.debug("event %s on %s dropped: %s", reason, meta["name"], exc.message)
 
     async def create_pod(self, ctx: RequestContext, rs: Mapping[str, Any]) -> StoredObject:
         """A pod of the ReplicaSet's template, on the simulated node."""

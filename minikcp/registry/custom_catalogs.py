@@ -42,6 +42,7 @@ class CustomCatalogs:
         self._catalogs: dict[str, tuple[bytes, catalog.Catalog]] = {}
         self._wildcard: catalog.Catalog | None = None
         self._dirty: set[str] = set()
+        self._orphans: list[tuple[str, Obj]] = []
         self._changed = asyncio.Event()
         self._loaded_revision = 0
 
@@ -59,7 +60,7 @@ class CustomCatalogs:
         served = sorted(
             (crd for crd in found.values() if crds.is_established(crd)), key=_creation_order
         )
-        fingerprint = orjson.dumps([crd.get("spec") for crd in served])
+        fingerprint = _fingerprint(served)
         built = crds.extended_catalog(self._base, served)
         self._catalogs[cluster] = (fingerprint, built)
         return built
@@ -107,9 +108,14 @@ class CustomCatalogs:
         cluster = parsed.cluster
         found = self._crds.setdefault(cluster, {})
         if value is None:
-            found.pop(parsed.name, None)
+            gone = found.pop(parsed.name, None)
             if not found:
                 del self._crds[cluster]
+            if gone is not None and crds.CLEANUP_FINALIZER in (
+                (gone.get("metadata") or {}).get("finalizers") or ()
+            ):
+                # Removed without its cleanup (a prefix deletion): its objects are orphans.
+                self._orphans.append((cluster, gone))
         else:
             try:
                 found[parsed.name] = orjson.loads(value)
@@ -126,13 +132,18 @@ class CustomCatalogs:
                 key=_creation_order,
             )
             # Status-only changes keep the catalog and its documents (and their ETags).
-            if orjson.dumps([c.get("spec") for c in served]) != cached[0]:
+            if _fingerprint(served) != cached[0]:
                 del self._catalogs[cluster]
                 self._wildcard = None
         else:
             self._wildcard = None
         self._dirty.add(cluster)
         self._changed.set()
+
+    def take_orphans(self) -> list[tuple[str, Obj]]:
+        """(cluster, CRD) of CRDs that left storage without their objects being deleted."""
+        orphans, self._orphans = self._orphans, []
+        return orphans
 
     def take_changed(self) -> set[str]:
         """The logical clusters changed since the last call, without waiting."""
@@ -176,6 +187,13 @@ class CustomCatalogs:
         self._dirty.update(before | set(self._crds))
         self._changed.set()
         return revision
+
+
+def _fingerprint(served: list[Obj]) -> bytes:
+    """What the served kinds derive from: the specs and accepted names of the served CRDs."""
+    return orjson.dumps(
+        [(crd.get("spec"), (crd.get("status") or {}).get("acceptedNames")) for crd in served]
+    )
 
 
 def _creation_order(crd: Obj) -> tuple[str, str]:

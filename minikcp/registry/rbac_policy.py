@@ -42,6 +42,9 @@ class Decision:
 
 
 ALLOWED = Decision(allowed=True)
+_WILDCARD_DENIED = Decision(
+    allowed=False, reason="all logical clusters at once (/clusters/*) are for system:masters only"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -375,9 +378,12 @@ class PolicyStore:
         if rbac.MASTERS in user.groups:
             return ALLOWED
         if attrs.cluster == "*" or not attrs.cluster:
-            return Decision(allowed=False)
-        user = scoped(user, attrs.cluster)
-        policy = await self.policy(attrs.cluster)
+            return _WILDCARD_DENIED
+        if user.extra:
+            user = scoped(user, attrs.cluster)
+        policy = self._clusters.get(attrs.cluster)  # the common case: no coroutine
+        if policy is None:
+            policy = await self.policy(attrs.cluster)
         if not policy.has_access(user, attrs.cluster):
             return Decision(allowed=False)
         resolved = policy.resolve(user, attrs.namespace)

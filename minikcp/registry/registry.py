@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import collections
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -12,6 +13,7 @@ import orjson
 from minikcp.apis import catalog
 from minikcp.machinery import errors, list_options, rbac
 from minikcp.registry import (
+    admission,
     custom_catalogs,
     keys,
     namespaces,
@@ -23,6 +25,7 @@ from minikcp.registry import (
     token_requests,
     watching,
 )
+from minikcp.registry import storage_errors as interpreted
 from minikcp.registry.objects import RequestContext
 from storage import errors as storage_errors
 from storage import hub as storage_hub
@@ -30,6 +33,23 @@ from storage import interface as storage_interface
 
 _BOOTSTRAP_KEY = "/registry/minikcp.io/bootstrap"
 _CUSTOM_STORES = 4096
+_SCAN_PAGE = 1000
+# Prefix deletions in flight at once: the store commits concurrent writes in groups.
+_DELETE_CONCURRENCY = 256
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """One change of an object as `Registry.changes` reports it; value None is a deletion."""
+
+    key: keys.ObjectKey
+    value: bytes | None
+    revision: int
+    prev_value: bytes | None = None  # what the object was before; None for a creation
+
+
+# `Registry.changes` yields this when events may have been lost: re-read what you keep.
+RESYNC = Change(keys.ObjectKey("", "", ""), None, 0)
 
 
 class Registry:
@@ -57,6 +77,7 @@ class Registry:
         self._custom_stores: collections.OrderedDict[catalog.ResourceType, store.ResourceStore]
         self._custom_stores = collections.OrderedDict()
         self._reviewers: dict[catalog.ResourceType, reviews.ReviewStore | None] = {}
+        self._admission: dict[tuple[str, str], admission.Admission] = {}
         ns_type = self.catalog.by_resource("", "v1", "namespaces")
         assert ns_type is not None
         self.namespaces = namespaces.NamespaceStore(
@@ -115,6 +136,66 @@ class Registry:
         (`*`: every custom resource served in some cluster, for lists and watches)."""
         return self.crds.catalog_for(cluster)
 
+    # -- whole-resource access for controllers and tenancy ---------------------------------------
+
+    async def scan(
+        self, rt: catalog.ResourceType, cluster: str | None
+    ) -> tuple[list[tuple[keys.ObjectKey, bytes]], int]:
+        """The stored objects of rt (in one cluster, or all with None) and the read revision."""
+        prefix = keys.list_prefix(rt, cluster)
+        out: list[tuple[keys.ObjectKey, bytes]] = []
+        start_after: str | None = None
+        at_revision: int | None = None
+        while True:
+            try:
+                page = await self.storage.range(
+                    prefix, limit=_SCAN_PAGE, start_after=start_after, at_revision=at_revision
+                )
+            except storage_errors.StorageError as exc:
+                raise interpreted.interpret(exc, rt) from None
+            at_revision = page.revision
+            out.extend((keys.parse_key(rt, item.key), item.value) for item in page.items)
+            if not page.more or not page.items:
+                return out, page.revision
+            start_after = page.items[-1].key
+
+    async def changes(self, rt: catalog.ResourceType, *, after: int) -> AsyncIterator[Change]:
+        """Every change of rt's objects in all clusters after revision `after`, for ever.
+
+        When the stream was cut off (a slow consumer) or `after` is too old, yields `RESYNC`
+        and goes on from the newest revision: the consumer re-reads what it keeps.
+        """
+        prefix = keys.resource_prefix(rt)
+        while True:
+            try:
+                watcher = self.hub.watch(prefix, after=after)
+            except storage_errors.Compacted:
+                after = self.hub.revision
+                yield RESYNC
+                continue
+            try:
+                async for event in watcher:
+                    after = event.revision
+                    yield Change(
+                        keys.parse_key(rt, event.key), event.value, event.revision, event.prev_value
+                    )
+            except (storage_errors.WatcherClosed, storage_errors.Compacted):
+                pass
+            finally:
+                watcher.close()
+            after = self.hub.revision
+            yield RESYNC
+            await asyncio.sleep(0.1)
+
+    async def delete_prefixes(self, prefixes: Sequence[str]) -> None:
+        """Deletes every key under each prefix (many at once; the store groups the commits)."""
+        for start in range(0, len(prefixes), _DELETE_CONCURRENCY):
+            chunk = prefixes[start : start + _DELETE_CONCURRENCY]
+            try:
+                await asyncio.gather(*(self.storage.delete_prefix(p) for p in chunk))
+            except storage_errors.StorageError as exc:
+                raise errors.service_unavailable(f"storage unavailable: {exc}") from None
+
     async def delete_custom_resources(self, rt: catalog.ResourceType, cluster: str) -> int:
         """Every object of a custom resource in one logical cluster, in one prefix deletion."""
         deleted = await self.storage.delete_prefix(keys.list_prefix(rt, cluster))
@@ -123,13 +204,22 @@ class Registry:
     def _namespaced_types(self, cluster: str) -> Iterable[catalog.ResourceType]:
         return [rt for rt in self.catalog_for(cluster).all_types() if rt.namespaced]
 
+    def admit(self, group: str, kind: str, hook: admission.Admission) -> None:
+        """Adds `hook` to the writes of a kind (one hook per kind), in every logical cluster."""
+        self._admission[(group, kind)] = hook
+        for rt, existing in self._stores.items():
+            if (rt.group, rt.kind) == (group, kind):
+                existing.admission = hook
+
     def _new_store(self, rt: catalog.ResourceType) -> store.ResourceStore:
-        return store.ResourceStore(
+        found = store.ResourceStore(
             rt,
             strategies.strategy_for(rt, status_owners=self.deployment_status, policy=self.policy),
             self.storage,
             namespace_check=self.namespaces.check_writable,
         )
+        found.admission = self._admission.get((rt.group, rt.kind))
+        return found
 
     def _custom_store(self, rt: catalog.ResourceType) -> store.ResourceStore:
         """Stores of CRD kinds, most recently used kept: each schema change of a CRD makes a

@@ -17,6 +17,7 @@ from minikcp.apis import catalog, definitions, validation
 from minikcp.machinery import errors, list_options, names, server_side_apply
 from minikcp.registry import codec, keys, label_prefilter
 from minikcp.registry import storage_errors as interpreted
+from minikcp.registry.admission import Admission
 from minikcp.registry.objects import RequestContext, StoredObject, WriteOptions
 from minikcp.registry.strategy import Strategy
 from storage import errors as storage_errors
@@ -70,6 +71,7 @@ class ResourceStore:
         self.storage = store
         self.schema = definitions.schema_for(rt)
         self._namespace_check = namespace_check
+        self.admission: Admission | None = None
 
     # -- reads ----------------------------------------------------------------------------------
 
@@ -290,6 +292,8 @@ class ResourceStore:
             self.decode_checks(ctx, obj, opts)
             self.strategy.apply_defaults(obj)
             self.strategy.prepare_for_create(obj)
+            if self.admission is not None:
+                await self.admission.admit_create(ctx, obj)
             self._validate(ctx, obj, None, opts)
             self.strategy.after_write(obj, None, ctx.cluster)
             self._managed_fields(obj, None, opts, "")
@@ -489,6 +493,8 @@ class ResourceStore:
                     f"ResourceVersion in object meta: {current.revision}",
                     group=self.rt.group,
                 )
+            if self.admission is not None:
+                await self.admission.admit_delete(ctx, current)
             key = self.key(ctx.cluster, namespace, name)
             if meta.get("finalizers"):
                 if meta.get("deletionTimestamp"):

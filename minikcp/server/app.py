@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -14,6 +15,14 @@ from minikcp.registry import registry
 from minikcp.server import encoding, nonresource, resources
 
 logger = logging.getLogger(__name__)
+
+
+# `/clusters/<name-or-path>` -> the logical cluster name storage keys use (tenancy's resolver).
+ClusterResolve = Callable[[str], Awaitable[str]]
+
+
+async def _as_is(cluster: str) -> str:
+    return cluster
 
 
 def _status_response(exc: errors.StatusError) -> web.Response:
@@ -61,6 +70,7 @@ def build_app(
     *,
     ready: Callable[[], bool] = lambda: True,
     server_timing: bool = False,
+    resolve_cluster: ClusterResolve = _as_is,
 ) -> web.Application:
     middlewares = [status_errors]
     if server_timing:
@@ -75,9 +85,9 @@ def build_app(
         watch = request.query.get("watch", "") in ("true", "1")
         info = request_info.parse(request.method, request.path, watch_param=watch)
         # authenticate -> (resolve the cluster path) -> authorize -> handle
-        user = _authenticate(request, authenticator)
-        if user.uid and not await service_accounts.account_exists(reg, user):
-            raise authn.UNAUTHORIZED
+        user = await _authenticate(request, authenticator, reg)
+        if user is not authn.ANONYMOUS:  # who may not get further learns nothing of paths
+            info = await _logical_cluster(info, user, resolve_cluster)
         await _authorize(reg, info, user, request)
         if info.is_resource_request:
             return await resource_handler.handle(request, info, user)
@@ -89,16 +99,34 @@ def build_app(
     return app
 
 
-def _authenticate(request: web.Request, authenticator: authn.Authenticator) -> users.UserInfo:
+async def _logical_cluster(
+    info: request_info.RequestInfo, user: users.UserInfo, resolve: ClusterResolve
+) -> request_info.RequestInfo:
+    """The request with its cluster path resolved to a logical cluster name (wildcard requests
+    stay as they are: the authorizer admits them for system:masters only)."""
+    if info.cluster == request_info.WILDCARD_CLUSTER:
+        return info
+    cluster = await resolve(info.cluster)
+    return info if cluster == info.cluster else dataclasses.replace(info, cluster=cluster)
+
+
+async def _authenticate(
+    request: web.Request, authenticator: authn.Authenticator, reg: registry.Registry
+) -> users.UserInfo:
     peer: bytes | None = None
     transport = request.transport
     if transport is not None:
         tls = transport.get_extra_info("ssl_object")
         if tls is not None:
             peer = tls.getpeercert(binary_form=True)
-    return authenticator.authenticate(
+    user = authenticator.authenticate(
         authorization=request.headers.get("Authorization"), peer_der=peer
     )
+    # A ServiceAccount token is good only while its account is the one it was issued for.
+    is_account = service_accounts.is_service_account(user)
+    if is_account and not await service_accounts.account_exists(reg, user):
+        raise authn.UNAUTHORIZED
+    return user
 
 
 async def _authorize(

@@ -322,3 +322,18 @@ def test_names_the_built_in_catalog_serves_are_refused() -> None:
         '"deployments" is already in use',
     )
     assert decisions["widgets.apps"].names_accepted[0] == "True"
+
+
+def test_a_crd_is_served_under_its_accepted_names() -> None:
+    body = _crd(short_names=("new",))
+    assert crds.served_types(body).types[0].short_names == ("new",)  # none accepted yet
+    body["status"] = {
+        "acceptedNames": {
+            "plural": "widgets",
+            "singular": "widget",
+            "kind": "Widget",
+            "listKind": "WidgetList",
+            "shortNames": ["old"],
+        }
+    }
+    assert crds.served_types(body).types[0].short_names == ("old",)

@@ -171,3 +171,17 @@ def test_a_failed_create_shows_as_replica_failure_until_one_succeeds() -> None:
     )
     assert again == failed
     assert "conditions" not in replica_set_pass.replica_set_status(rs, [], NOW + 61)
+
+
+def test_init_containers_have_completed_and_sidecars_run() -> None:
+    with_init = pod()
+    with_init["spec"]["initContainers"] = [
+        {"name": "setup", "image": "busybox"},
+        {"name": "proxy", "image": "envoy", "restartPolicy": "Always"},
+    ]
+    status = pl.pod_status(with_init, pl.State(ready=True), NOW)
+    setup, proxy = status["initContainerStatuses"]
+    assert setup["state"]["terminated"]["reason"] == "Completed"
+    assert (setup["ready"], setup["started"]) == (True, False)
+    assert "running" in proxy["state"] and proxy["ready"] is True
+    assert "initContainerStatuses" not in pl.pod_status(pod(), pl.State(ready=True), NOW)

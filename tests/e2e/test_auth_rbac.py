@@ -158,8 +158,26 @@ def test_tenant_with_edit_in_one_namespace(auth_server: ServerProcess) -> None:
         'cannot create resource "roles" in API group "rbac.authorization.k8s.io"'
         in alice.denied("-n", "team", "create", "role", "r", "--verb=get", "--resource=pods")
     )
+    _admin(
+        auth_server, cluster, "-n", "other", "create", "configmap", "theirs", "--from-literal=a=1"
+    )
+    before = _admin(auth_server, cluster, "-n", "other", "get", "configmap", "theirs", "-o", "json")
+    cert = _client_cert(alice)
+    theirs = f"/clusters/{cluster}/api/v1/namespaces/other/configmaps"
+    body = b'{"metadata":{"name":"theirs"},"data":{"a":"2"}}'
+    for verb, method, path in (
+        ("patch", "PATCH", f"{theirs}/theirs"),
+        ("update", "PUT", f"{theirs}/theirs"),
+        ("delete", "DELETE", f"{theirs}/theirs"),
+        ("deletecollection", "DELETE", theirs),
+        ("create", "POST", f"{theirs}?dryRun=All"),
+    ):
+        code, status = _request(auth_server, method, path, cert=cert, body=body)
+        assert (code, status["reason"]) == (403, "Forbidden"), verb
+        assert f'cannot {verb} resource "configmaps"' in str(status["message"]), verb
     # nothing was changed by the denied requests
-    assert _admin(auth_server, cluster, "-n", "other", "get", "configmaps", "-o", "name") == ""
+    after = _admin(auth_server, cluster, "-n", "other", "get", "configmap", "theirs", "-o", "json")
+    assert orjson.loads(after) == orjson.loads(before)
     assert _admin(auth_server, cluster, "-n", "team", "get", "roles", "-o", "name") == ""
 
     # another logical cluster: nothing at all, discovery included
@@ -653,3 +671,42 @@ def test_service_account_tokens_with_the_python_client(auth_server: ServerProces
     with pytest.raises(ApiException) as gone:
         bot.list_namespaced_config_map("team")
     assert gone.value.status == 401
+
+
+def test_aggregated_cluster_roles_show_their_rules(auth_server: ServerProcess) -> None:
+    import time
+
+    cluster = _cluster()
+
+    def apply(manifest: str) -> None:
+        auth_server.kubectl("apply", "-f", "-", cluster=cluster, input=manifest)
+
+    def rules_of(name: str) -> list[object]:
+        out = _admin(auth_server, cluster, "get", "clusterrole", name, "-o", "json")
+        return list(orjson.loads(out).get("rules") or [])
+
+    def eventually(name: str, wanted: list[object]) -> None:
+        deadline = time.monotonic() + 10
+        while rules_of(name) != wanted and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert rules_of(name) == wanted
+
+    apply(
+        "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: all-x\n"
+        "aggregationRule:\n  clusterRoleSelectors:\n  - matchLabels: {team: x}\n"
+    )
+    apply(
+        "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: x-pods\n"
+        "  labels: {team: x}\nrules:\n- apiGroups: ['']\n  resources: [pods]\n  verbs: [get]\n"
+    )
+    pods = {"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}
+    eventually("all-x", [pods])
+    apply(
+        "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: x-leases\n"
+        "  labels: {team: x}\nrules:\n- apiGroups: [coordination.k8s.io]\n  resources: [leases]\n"
+        "  verbs: [list]\n"
+    )
+    leases = {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["list"]}
+    eventually("all-x", [leases, pods])  # sorted by the name of the role they come from
+    auth_server.kubectl("delete", "clusterrole", "x-pods", cluster=cluster)
+    eventually("all-x", [leases])

@@ -10,6 +10,7 @@ import orjson
 import pytest
 
 from tests import server_process
+from tests.e2e.crd_manifests import crd, widget
 from tests.storage import etcd_server
 
 pytestmark = pytest.mark.e2e
@@ -55,3 +56,31 @@ def test_two_replicas_share_one_etcd(etcd: str, tmp_path: Path) -> None:
     finally:
         assert b.stop() == 0
         assert a.stop() == 0
+
+
+def test_a_crd_applied_on_one_replica_is_served_by_the_other(etcd: str, tmp_path: Path) -> None:
+    args = ("--storage", f"etcd://{etcd}")
+    a = server_process.start_server(tmp_path / "a", extra_args=args)
+    b = server_process.start_server(
+        tmp_path / "b", root=None, extra_args=args, credentials_from=a.root
+    )
+    try:
+        a.kubectl("apply", "-f", "-", input=crd(), cluster="crds")
+        b.kubectl(
+            "wait",
+            "--for=condition=Established",
+            "crd/widgets.example.com",
+            "--timeout=10s",
+            cluster="crds",
+        )
+        b.kubectl("apply", "-f", "-", input=widget("w", {"size": "small"}), cluster="crds")
+        got = a.kubectl("get", "widget", "w", "-o", "jsonpath={.spec.replicas}", cluster="crds")
+        assert got.stdout == "1"
+        b.kubectl("delete", "crd", "widgets.example.com", cluster="crds")
+        gone = a.kubectl("get", "widgets", cluster="crds", check=False)
+        assert gone.returncode != 0
+    finally:
+        assert b.stop() == 0
+        assert a.stop() == 0
+        for replica in (a, b):
+            assert "Traceback" not in replica.log(), replica.log()

@@ -107,6 +107,12 @@ def test_crd_in_one_logical_cluster_is_invisible_in_another(
     assert "apis/example.com/v1" in index["paths"]
     code, v2 = _status(server, "GET", f"/clusters/{kubectl.cluster}/openapi/v2")
     assert "com.example.v1.Widget" in v2["definitions"]
+    # Clusters without CRDs share the built-in documents: the same ETag.
+    etags = [
+        server.request("GET", f"/clusters/{name}/openapi/v2")[1]["ETag"]
+        for name in (other.cluster, other.cluster + "z", kubectl.cluster)
+    ]
+    assert etags[0] == etags[1] != etags[2]
 
 
 def test_same_crd_with_different_schemas_in_two_clusters(
@@ -400,3 +406,22 @@ def test_server_side_apply_merges_list_map_entries_of_two_managers(
         "apply", "--server-side", "--field-manager=two", "-f", "-", input=changed
     )
     assert "conflict" in conflict.stderr.lower() and ".spec.size" in conflict.stderr
+
+
+def test_stored_versions_grow_with_the_storage_version_and_stay_served(
+    server: ServerProcess, kubectl: Kubectl
+) -> None:
+    _established(kubectl)
+    body = json.loads(crd())
+    v1 = body["spec"]["versions"][0]
+    v2 = dict(json.loads(json.dumps(v1)), name="v2")
+    v1["storage"] = False
+    body["spec"]["versions"] = [v1, v2]
+    kubectl("apply", "-f", "-", input=json.dumps(body))
+    assert kubectl.get("crd", CRD_NAME)["status"]["storedVersions"] == ["v1", "v2"]
+    body["spec"]["versions"] = [v2]
+    refused = kubectl.fails("apply", "-f", "-", input=json.dumps(body))
+    assert 'status.storedVersions[0]: Invalid value: "v1": must appear in spec.versions' in (
+        refused.stderr
+    )
+    assert [v["name"] for v in kubectl.get("crd", CRD_NAME)["spec"]["versions"]] == ["v1", "v2"]

@@ -101,6 +101,20 @@ def test_kubeconfig_command_targets_a_logical_cluster(
     assert config["current-context"] == "root:team"
     servers = {c["name"]: c["cluster"]["server"] for c in config["clusters"]}
     assert servers["root:team"] == f"{server.base_url}/clusters/root:team"
+    # A path names a Workspace: create `team` in root first.
+    workspace = {
+        "apiVersion": "tenancy.kcp.io/v1alpha1",
+        "kind": "Workspace",
+        "metadata": {"name": "team"},
+    }
+    code, _, body = server.request(
+        "POST",
+        "/clusters/root/apis/tenancy.kcp.io/v1alpha1/workspaces",
+        orjson.dumps(workspace),
+        headers={"Content-Type": "application/json"},
+    )
+    assert code == 201, body
+    team_cluster = orjson.loads(body)["spec"]["cluster"]
     env_home = tmp_path / "home"
     env_home.mkdir()
     created = subprocess.run(
@@ -119,7 +133,8 @@ def test_kubeconfig_command_targets_a_logical_cluster(
         "GET", "/clusters/root:team/api/v1/namespaces/default/configmaps/cfg"
     )
     assert code == 200
-    assert orjson.loads(body)["metadata"]["annotations"]["kcp.io/cluster"] == "root:team"
+    # Stored under the workspace's logical cluster name, not under the path.
+    assert orjson.loads(body)["metadata"]["annotations"]["kcp.io/cluster"] == team_cluster
     bad = _minikcp("kubeconfig", "--root-dir", str(server.root), "--cluster", "Bad_Name")
     assert bad.returncode != 0
     assert "invalid logical cluster" in bad.stderr

@@ -7,6 +7,8 @@ this also checks that the simulator serves every cluster of the process.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -140,6 +142,16 @@ def test_scale_up_and_down(kubectl: Kubectl) -> None:
     assert (status["replicas"], status["availableReplicas"]) == (1, 1)
     (rs,) = items(kubectl, "replicasets", "app=scaled")
     assert rs["spec"]["replicas"] == 1
+    # The deployment controller's events, as `kubectl describe` shows them.
+    name = rs["metadata"]["name"]
+    described = kubectl("describe", "deployment", "scaled").stdout
+    for line in (
+        f"Scaled up replica set {name} from 0 to 2",
+        f"Scaled up replica set {name} from 2 to 5",
+        f"Scaled down replica set {name} from 5 to 1",
+    ):
+        assert line in described, described
+    assert "ScalingReplicaSet" in described and "deployment-controller" in described
 
 
 def test_new_template_rolls_out_a_new_replica_set(kubectl: Kubectl) -> None:
@@ -423,3 +435,26 @@ def test_a_replica_set_that_cannot_be_created_shows_in_progressing(kubectl: Kube
     assert progressing["message"].startswith(f'Failed to create new replica set "{name}-')
     assert "must be no more than 253 characters" in progressing["message"]
     assert not items(kubectl, "replicasets", "app=long")
+
+
+@pytest.mark.parametrize("delay", ["-1", "soon", "nan"])
+def test_a_bad_rollout_delay_is_a_usage_error(tmp_path: Path, delay: str) -> None:
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "minikcp.cli.main",
+            "start",
+            "--root-dir",
+            str(tmp_path),
+            "--simulate-workloads",
+            "--rollout-delay",
+            delay,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert result.returncode == 2
+    assert "--rollout-delay" in result.stderr
+    assert not (tmp_path / "data.db").exists()

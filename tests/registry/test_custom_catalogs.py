@@ -87,9 +87,12 @@ async def test_a_spec_change_rebuilds_the_catalog_and_a_label_does_not(
         _with(("spec", "names", "shortNames"), ["wdg"]),
         OPTS,
     )
-    rebuilt = reg.catalog_for("a")
+    # Served once the controller has accepted the new name.
+    rebuilt = await _until(
+        lambda: reg.catalog_for("a").resolve("example.com", "", "wdg") and reg.catalog_for("a")
+    )
     assert rebuilt is not first
-    assert rebuilt.resolve("example.com", "", "wdg") is not None
+    assert rebuilt.resolve("example.com", "", "wd") is None
 
 
 def _with(path: tuple[str, ...], value: Any) -> Callable[[dict[str, Any] | None], dict[str, Any]]:
@@ -151,3 +154,21 @@ async def test_a_crd_that_lost_its_finalizer_still_takes_its_objects_along(
     assert not deleted_now  # the cleanup finalizer holds it until the objects are gone
     await _until(lambda: not reg.crds.crds_in("a"))
     assert (await reg.storage.range(keys.list_prefix(rt, "a"))).items == []
+
+
+async def test_objects_of_a_crd_removed_by_a_prefix_deletion_are_deleted_too(
+    reg: registry.Registry,
+) -> None:
+    await _crd_store(reg).create(A, "", json.loads(crd()), OPTS)
+    rt = await _until(lambda: reg.catalog_for("a").resolve("example.com", "", "widgets"))
+    await reg.store(rt).create(A, "default", json.loads(widget("w", {"size": "small"})), OPTS)
+    # As a logical cluster's deletion removes its CRDs: by prefix, past every finalizer.
+    await reg.storage.delete_prefix(keys.list_prefix(reg.crds.crd_type, "a"))
+    await _until(lambda: reg.catalog_for("a") is catalog.Catalog.builtin())
+
+    async def gone() -> bool:
+        return not (await reg.storage.range(keys.list_prefix(rt, "a"))).items
+
+    async with asyncio.timeout(2):
+        while not await gone():
+            await asyncio.sleep(0.01)

@@ -19,6 +19,8 @@ _BY_KIND: dict[tuple[str, str], type[strategy.Strategy]] = {
     ("batch", "Job"): batch.JobStrategy,
     ("networking.k8s.io", "Ingress"): batch.GenerationStrategy,
     ("apiextensions.k8s.io", "CustomResourceDefinition"): custom.CrdStrategy,
+    ("tenancy.kcp.io", "Workspace"): kcp.WorkspaceStrategy,
+    ("core.kcp.io", "LogicalCluster"): kcp.LogicalClusterStrategy,
 }
 
 

@@ -30,6 +30,16 @@ class CrdStrategy(strategy.Strategy):
         if crds.CLEANUP_FINALIZER not in finalizers:
             meta["finalizers"] = [*finalizers, crds.CLEANUP_FINALIZER]
 
+    def prepare_for_update(self, obj: dict[str, Any], old: Mapping[str, Any]) -> None:
+        super().prepare_for_update(obj, old)
+        # A new storage version joins storedVersions (objects may now be stored in it).
+        status = obj.get("status")
+        storage = _storage_version(obj)
+        if isinstance(status, dict) and storage:
+            stored = [v for v in status.get("storedVersions") or () if isinstance(v, str)]
+            if storage not in stored:
+                status["storedVersions"] = [*stored, storage]
+
     def initial_status(self, obj: dict[str, Any]) -> None:
         versions = (obj.get("spec") or {}).get("versions") or []
         storage = [v.get("name") for v in versions if isinstance(v, dict) and v.get("storage")]
@@ -38,6 +48,13 @@ class CrdStrategy(strategy.Strategy):
             "conditions": [],
             "storedVersions": storage[:1],
         }
+
+
+def _storage_version(crd: Mapping[str, Any]) -> str:
+    for version in (crd.get("spec") or {}).get("versions") or ():
+        if isinstance(version, dict) and version.get("storage") is True:
+            return str(version.get("name") or "")
+    return ""
 
 
 def _path_parts(path: str) -> list[str]:

@@ -1,0 +1,202 @@
+"""Workspace benchmark: 10,000 workspaces in one tree against a real minikcp process.
+
+Prints: the creation rate (POST answered, and all Ready), the server's resident memory added per
+empty workspace, the time to delete the whole tree (from the DELETE until the workspace is gone and
+no LogicalCluster of the tree is left), and `kubectl get` in the first and in the 10,000th
+workspace (plus the server-side GET latency in both). The tree is `root:bench` with 100 orgs of 99
+teams each (10,000 workspaces below `root:bench`). The clients (32 aiohttp connections) share the
+machine's cores with the server.
+Run: python bench/workspace_bench.py [--orgs 100] [--teams 99] [--clients 32]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import orjson
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from tests import server_process
+
+_WS = "/apis/tenancy.kcp.io/v1alpha1/workspaces"
+_LC = "/apis/core.kcp.io/v1alpha1/logicalclusters"
+
+
+def rss_kib(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise RuntimeError("no VmRSS")
+
+
+class Api:
+    def __init__(self, session: aiohttp.ClientSession, base: str) -> None:
+        self.session = session
+        self.base = base
+
+    async def call(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+        data = orjson.dumps(body) if body is not None else None
+        async with self.session.request(method, self.base + path, data=data) as resp:
+            raw = await resp.read()
+            return resp.status, orjson.loads(raw) if raw else None
+
+    async def create_workspace(self, parent: str, name: str) -> None:
+        body = {
+            "apiVersion": "tenancy.kcp.io/v1alpha1",
+            "kind": "Workspace",
+            "metadata": {"name": name},
+        }
+        status, answer = await self.call("POST", f"/clusters/{parent}{_WS}", body)
+        if status != 201:
+            raise RuntimeError(f"create {parent}:{name}: {status} {answer}")
+
+
+async def _pool(jobs: list[tuple[str, str]], clients: int, api: Api) -> float:
+    queue = iter(jobs)
+
+    async def worker() -> None:
+        for parent, name in queue:
+            await api.create_workspace(parent, name)
+
+    start = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(clients)))
+    return time.perf_counter() - start
+
+
+async def _not_ready(api: Api, parents: list[str]) -> int:
+    pending = 0
+    for parent in parents:
+        _, listed = await api.call("GET", f"/clusters/{parent}{_WS}")
+        pending += sum(1 for ws in listed["items"] if ws.get("status", {}).get("phase") != "Ready")
+    return pending
+
+
+def _kubectl_get(kubeconfig: Path, home: Path, runs: int) -> float:
+    env = {"PATH": os.environ["PATH"], "HOME": str(home), "KUBECONFIG": str(kubeconfig)}
+    cmd = ["kubectl", "get", "configmaps", "-n", "default"]
+    subprocess.run(cmd, env=env, check=True, capture_output=True)  # discovery cache warm
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        subprocess.run(cmd, env=env, check=True, capture_output=True)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+async def _get_latency(api: Api, path: str, n: int) -> float:
+    times = []
+    for _ in range(n):
+        start = time.perf_counter()
+        status, _ = await api.call("GET", f"/clusters/{path}/api/v1/namespaces/default/configmaps")
+        times.append(time.perf_counter() - start)
+        assert status == 200, status
+    return statistics.median(times) * 1000
+
+
+async def bench(server: server_process.ServerProcess, orgs: int, teams: int, clients: int) -> None:
+    connector = aiohttp.TCPConnector(ssl=server.ssl_context(), limit=clients + 4)
+    headers = {"Content-Type": "application/json", "Accept": "application/json"}
+    async with aiohttp.ClientSession(connector=connector, headers=headers) as session:
+        api = Api(session, server.base_url)
+        pid = server.process.pid
+        await api.create_workspace("root", "bench")
+        await api.call("GET", "/clusters/root:bench/api/v1/namespaces/default/configmaps")
+        await asyncio.sleep(1.0)
+        rss_before = rss_kib(pid)
+        total = orgs + orgs * teams
+        org_jobs = [("root:bench", f"org{i}") for i in range(orgs)]
+        team_jobs = [(f"root:bench:org{i}", f"team{j}") for i in range(orgs) for j in range(teams)]
+        start = time.perf_counter()
+        posted = await _pool(org_jobs, clients, api) + await _pool(team_jobs, clients, api)
+        parents = ["root:bench", *(f"root:bench:org{i}" for i in range(orgs))]
+        while await _not_ready(api, parents):
+            await asyncio.sleep(0.2)
+        all_ready = time.perf_counter() - start
+        print(
+            f"created {total} workspaces: POSTs answered at {total / posted:.0f}/s, "
+            f"all Ready after {all_ready:.1f} s ({total / all_ready:.0f}/s sustained)"
+        )
+        await asyncio.sleep(1.0)
+        rss_after = rss_kib(pid)
+        added = rss_after - rss_before
+        print(
+            f"server RSS {rss_before / 1024:.0f} -> {rss_after / 1024:.0f} MiB: "
+            f"{added * 1024 / total / 1024:.2f} KiB per workspace (includes the store's "
+            "read/write value cache of up to 64 MiB)"
+        )
+
+        first, last = "root:bench:org0", f"root:bench:org{orgs - 1}:team{teams - 1}"
+        home = Path(tempfile.mkdtemp(prefix="ws-bench-home-"))
+        for path in (first, last):
+            status, _ = await api.call(
+                "POST",
+                f"/clusters/{path}/api/v1/namespaces/default/configmaps",
+                {"metadata": {"name": "probe"}, "data": {"k": "v"}},
+            )
+            assert status == 201, status
+        lat_first = await _get_latency(api, first, 200)
+        lat_last = await _get_latency(api, last, 200)
+        kc_first = _kubectl_get(server.kubeconfig(first), home / "a", 5)
+        kc_last = _kubectl_get(server.kubeconfig(last), home / "b", 5)
+        print(
+            f"kubectl get configmaps: first workspace {kc_first * 1000:.0f} ms, "
+            f"last ({last}) {kc_last * 1000:.0f} ms (median of 5)"
+        )
+        print(f"server GET configmaps p50: first {lat_first:.2f} ms, last {lat_last:.2f} ms")
+        shutil.rmtree(home, ignore_errors=True)
+
+        _, everywhere = await api.call("GET", f"/clusters/*{_LC}")
+        clusters_before = len(everywhere["items"])
+        start = time.perf_counter()
+        status, _ = await api.call("DELETE", f"/clusters/root{_WS}/bench")
+        assert status == 200, status
+        while True:
+            status, _ = await api.call("GET", f"/clusters/root{_WS}/bench")
+            if status == 404:
+                break
+            await asyncio.sleep(0.1)
+        gone = time.perf_counter() - start
+        while True:
+            _, everywhere = await api.call("GET", f"/clusters/*{_LC}")
+            if len(everywhere["items"]) <= clusters_before - total - 1:
+                break
+            await asyncio.sleep(0.1)
+        purged = time.perf_counter() - start
+        print(
+            f"deleted the tree of {total + 1} workspaces: Workspace gone after {gone:.1f} s, "
+            f"every LogicalCluster of it after {purged:.1f} s "
+            f"({len(everywhere['items'])} LogicalClusters left: root's)"
+        )
+        await asyncio.sleep(2.0)
+        print(f"server RSS after deletion: {rss_kib(pid) / 1024:.0f} MiB")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--orgs", type=int, default=100)
+    parser.add_argument("--teams", type=int, default=99)
+    parser.add_argument("--clients", type=int, default=32)
+    args = parser.parse_args()
+    workdir = Path(tempfile.mkdtemp(prefix="ws-bench-"))
+    server = server_process.start_server(workdir)
+    try:
+        asyncio.run(bench(server, args.orgs, args.teams, args.clients))
+    finally:
+        server.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,278 @@
+"""Workspaces: admission of Workspace and LogicalCluster writes, and a workspace's lifecycle.
+
+Creating a Workspace in a parent logical cluster assigns it a fresh logical cluster name
+(`spec.cluster`) and its URL (`spec.URL`, the base URL plus `/clusters/<path>`) at once, with phase
+Initializing and kcp's finalizer. `initialize` then creates the child's LogicalCluster `cluster`
+(annotated with its path) and marks the Workspace Ready. `terminate` (once the Workspace is being
+deleted) marks it Terminating, deletes the child and every descendant logical cluster by storage
+prefix (`deletion.py`), and drops the finalizer, which completes the deletion.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+import orjson
+
+from minikcp.machinery import errors, names, users
+from minikcp.registry import admission, registry, store
+from minikcp.registry.objects import RequestContext, StoredObject, WriteOptions
+from minikcp.tenancy import deletion, paths
+from minikcp.tenancy.resolver import LOGICAL_CLUSTER_NAME, PATH_ANNOTATION, ClusterResolver
+
+logger = logging.getLogger(__name__)
+
+FINALIZER = "core.kcp.io/logicalcluster"  # kcp's LogicalClusterFinalizerName
+DEFAULT_TYPE = {"name": "universal", "path": "root"}
+INITIALIZING = "Initializing"
+READY = "Ready"
+TERMINATING = "Terminating"
+_TERMINAL = (TERMINATING, "Deleting")
+_MANAGER = "minikcp-workspaces"
+_STATUS_OPTS = WriteOptions(field_manager=_MANAGER)
+
+
+def _status_phase(obj: Mapping[str, Any]) -> str:
+    status = obj.get("status")
+    phase = status.get("phase") if isinstance(status, Mapping) else None
+    return phase if isinstance(phase, str) else ""
+
+
+class WorkspaceAdmission(admission.Admission):
+    """Places a new Workspace: its logical cluster, URL, type and phase; refuses bad parents."""
+
+    def __init__(self, reg: registry.Registry, resolver: ClusterResolver, base_url: str) -> None:
+        self._resolver = resolver
+        self._logical_clusters = reg.store(resolver.logical_cluster_type)
+        self._base_url = base_url.rstrip("/")
+
+    async def admit_create(self, ctx: RequestContext, obj: dict[str, Any]) -> None:
+        meta = obj["metadata"]
+        name = meta.get("name", "")
+        parent = await self._logical_clusters.find(ctx, "", LOGICAL_CLUSTER_NAME)
+        if parent is not None:
+            parent_meta = parent.metadata
+            if parent_meta.get("deletionTimestamp") or _status_phase(parent.view()) in _TERMINAL:
+                raise errors.forbidden(
+                    "workspaces",
+                    name,
+                    f"logical cluster {ctx.cluster!r} is being deleted: no new workspaces in it",
+                    group="tenancy.kcp.io",
+                )
+        parent_path = await self._resolver.path_of(ctx.cluster)
+        path = paths.join(parent_path, name)
+        if paths.depth(path) > paths.MAX_DEPTH:
+            cause = names.field_invalid(
+                "metadata.name",
+                name,
+                f"the workspace path {path!r} would be deeper than {paths.MAX_DEPTH} segments",
+            )
+            raise errors.invalid("Workspace", name, [cause], group="tenancy.kcp.io")
+        spec = obj.get("spec")
+        if not isinstance(spec, dict):
+            spec = obj["spec"] = {}
+        if not isinstance(spec.get("type"), dict):
+            spec["type"] = dict(DEFAULT_TYPE)
+        spec["cluster"] = paths.new_cluster_name()
+        spec["URL"] = f"{self._base_url}/clusters/{path}"
+        obj["status"] = {"phase": INITIALIZING}
+        finalizers = meta.setdefault("finalizers", [])
+        if FINALIZER not in finalizers:
+            finalizers.append(FINALIZER)
+
+
+class LogicalClusterAdmission(admission.Admission):
+    """LogicalClusters come and go with their Workspace; root's never goes."""
+
+    async def admit_create(self, ctx: RequestContext, obj: dict[str, Any]) -> None:
+        if ctx.user != users.SYSTEM:
+            raise errors.forbidden(
+                "logicalclusters",
+                obj["metadata"].get("name", ""),
+                "logical clusters are created by creating a Workspace in the parent",
+                group="core.kcp.io",
+            )
+
+    async def admit_delete(self, ctx: RequestContext, current: StoredObject) -> None:
+        detail = (
+            "the root logical cluster cannot be deleted"
+            if ctx.cluster == paths.ROOT
+            else "a logical cluster is deleted by deleting its Workspace in the parent"
+        )
+        raise errors.forbidden(
+            "logicalclusters", current.metadata.get("name", ""), detail, group="core.kcp.io"
+        )
+
+
+def purged_cluster(prev_value: bytes | None) -> str | None:
+    """The logical cluster to purge after a Workspace deletion (its last state `prev_value`).
+
+    Only Workspaces that went through termination (deletionTimestamp set) count: those deleted
+    with their parent's logical cluster were inside a tree that is gone already.
+    """
+    if prev_value is None:
+        return None
+    obj = orjson.loads(prev_value)
+    if not obj.get("metadata", {}).get("deletionTimestamp"):
+        return None
+    cluster = (obj.get("spec") or {}).get("cluster")
+    return cluster if isinstance(cluster, str) and cluster else None
+
+
+class Workspaces:
+    """The lifecycle steps of Workspaces, called by the workspace controller."""
+
+    def __init__(self, reg: registry.Registry, resolver: ClusterResolver) -> None:
+        self.registry = reg
+        self.resolver = resolver
+        self.workspaces = reg.store(resolver.workspace_type)
+        self.logical_clusters = reg.store(resolver.logical_cluster_type)
+
+    async def ensure_root(self) -> None:
+        """The root logical cluster's LogicalCluster: one object, written once per store."""
+        ctx = RequestContext(cluster=paths.ROOT)
+        if await self.logical_clusters.find(ctx, "", LOGICAL_CLUSTER_NAME) is not None:
+            return
+        try:
+            created = await self.logical_clusters.create(
+                ctx, "", self._logical_cluster(paths.ROOT, None), WriteOptions()
+            )
+        except errors.StatusError as exc:
+            if exc.code != 409:
+                raise
+            return
+        await self._set_phase(self.logical_clusters, ctx, LOGICAL_CLUSTER_NAME, READY, created)
+
+    def _logical_cluster(self, path: str, owner: Mapping[str, Any] | None) -> dict[str, Any]:
+        spec: dict[str, Any] = {}
+        if owner is not None:
+            spec["owner"] = owner
+        return {
+            "apiVersion": self.logical_clusters.rt.api_version,
+            "kind": self.logical_clusters.rt.kind,
+            "metadata": {"name": LOGICAL_CLUSTER_NAME, "annotations": {PATH_ANNOTATION: path}},
+            "spec": spec,
+        }
+
+    async def reconcile(self, parent: str, name: str) -> None:
+        ctx = RequestContext(cluster=parent)
+        current = await self.workspaces.find(ctx, "", name)
+        if current is None:
+            return
+        obj = current.stored_view()
+        if obj["metadata"].get("deletionTimestamp"):
+            await self.terminate(ctx, current)
+        elif _status_phase(obj) != READY:
+            await self.initialize(ctx, current)
+
+    async def initialize(self, ctx: RequestContext, workspace: StoredObject) -> None:
+        obj = workspace.stored_view()
+        spec = obj.get("spec") or {}
+        child = spec.get("cluster")
+        if not child:
+            return
+        url: str = spec.get("URL", "")
+        path = url.rsplit("/clusters/", 1)[-1] if "/clusters/" in url else child
+        meta = obj["metadata"]
+        owner = {
+            "apiVersion": self.workspaces.rt.api_version,
+            "resource": self.workspaces.rt.plural,
+            "name": meta["name"],
+            "cluster": ctx.cluster,
+            "uid": meta["uid"],
+        }
+        child_ctx = RequestContext(cluster=child)
+        lc = await self.logical_clusters.find(child_ctx, "", LOGICAL_CLUSTER_NAME)
+        if lc is None:
+            try:
+                lc = await self.logical_clusters.create(
+                    child_ctx, "", self._logical_cluster(path, owner), WriteOptions()
+                )
+            except errors.StatusError as exc:
+                if exc.code != 409:
+                    raise
+                lc = await self.logical_clusters.get(child_ctx, "", LOGICAL_CLUSTER_NAME)
+        if _status_phase(lc.stored_view()) != READY:
+            lc_status = {"phase": READY, "URL": url}
+            await self._set_status(
+                self.logical_clusters, child_ctx, LOGICAL_CLUSTER_NAME, lc_status
+            )
+        await self._set_phase(self.workspaces, ctx, meta["name"], READY, workspace)
+
+    async def terminate(self, ctx: RequestContext, workspace: StoredObject) -> None:
+        obj = workspace.stored_view()
+        name = obj["metadata"]["name"]
+        if FINALIZER not in (obj["metadata"].get("finalizers") or ()):
+            return
+        if _status_phase(obj) != TERMINATING:
+            workspace = await self._set_phase(self.workspaces, ctx, name, TERMINATING, workspace)
+        child = (obj.get("spec") or {}).get("cluster")
+        if child:
+            child_ctx = RequestContext(cluster=child)
+            try:
+                await self._set_status(
+                    self.logical_clusters, child_ctx, LOGICAL_CLUSTER_NAME, {"phase": TERMINATING}
+                )
+            except errors.StatusError as exc:
+                if exc.code != 404:
+                    raise
+            deleted = await deletion.delete_tree(self.registry, self.resolver, child, keep_top=True)
+            logger.info("workspace %s:%s deleted %d logical clusters", ctx.cluster, name, deleted)
+
+        def drop_finalizer(current: dict[str, Any] | None) -> dict[str, Any]:
+            assert current is not None
+            meta = current["metadata"]
+            meta["finalizers"] = [f for f in meta.get("finalizers") or () if f != FINALIZER]
+            return current
+
+        try:
+            await self.workspaces.guaranteed_update(
+                ctx, "", name, drop_finalizer, WriteOptions(), managed=False
+            )
+        except errors.StatusError as exc:
+            if exc.code != 404:
+                raise
+
+    async def purge(self, cluster: str) -> None:
+        """After a Workspace is gone: whatever its logical cluster still holds goes too."""
+        await deletion.delete_tree(self.registry, self.resolver, cluster)
+
+    async def _set_phase(
+        self,
+        resource: store.ResourceStore,
+        ctx: RequestContext,
+        name: str,
+        phase: str,
+        current: StoredObject,
+    ) -> StoredObject:
+        status = dict(current.stored_view().get("status") or {})
+        status["phase"] = phase
+        return await self._set_status(resource, ctx, name, status)
+
+    async def _set_status(
+        self,
+        resource: store.ResourceStore,
+        ctx: RequestContext,
+        name: str,
+        status: dict[str, Any],
+    ) -> StoredObject:
+        def mutate(current: dict[str, Any] | None) -> dict[str, Any]:
+            assert current is not None
+            merged = dict(current.get("status") or {})
+            merged.update(status)
+            current["status"] = merged
+            return current
+
+        return await resource.guaranteed_update(
+            ctx, "", name, mutate, _STATUS_OPTS, subresource="status", managed=False
+        )
+
+
+def install(reg: registry.Registry, base_url: str) -> tuple[ClusterResolver, Workspaces]:
+    """Workspaces in a registry: the resolver, the admission of both kinds, the lifecycle."""
+    resolver = ClusterResolver(reg)
+    reg.admit("tenancy.kcp.io", "Workspace", WorkspaceAdmission(reg, resolver, base_url))
+    reg.admit("core.kcp.io", "LogicalCluster", LogicalClusterAdmission())
+    return resolver, Workspaces(reg, resolver)
