@@ -9,7 +9,7 @@ from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 
-from minikcp.auth import authn, authorizer, service_accounts
+from minikcp.auth import authn, authorizer, impersonation, service_accounts
 from minikcp.machinery import errors, request_info, users
 from minikcp.registry import registry
 from minikcp.server import encoding, nonresource, resources
@@ -88,6 +88,10 @@ def build_app(
         user = await _authenticate(request, authenticator, reg)
         if user is not authn.ANONYMOUS:  # who may not get further learns nothing of paths
             info = await _logical_cluster(info, user, resolve_cluster)
+            if impersonation.requested(request.headers):
+                user = await impersonation.impersonate(
+                    reg.policy, info.cluster, user, request.headers
+                )
         await _authorize(reg, info, user, request)
         if info.is_resource_request:
             return await resource_handler.handle(request, info, user)

@@ -710,3 +710,53 @@ def test_aggregated_cluster_roles_show_their_rules(auth_server: ServerProcess) -
     eventually("all-x", [leases, pods])  # sorted by the name of the role they come from
     auth_server.kubectl("delete", "clusterrole", "x-pods", cluster=cluster)
     eventually("all-x", [leases])
+
+
+def test_impersonation(auth_server: ServerProcess) -> None:
+    cluster = _cluster()
+    _grant(auth_server, cluster, "ken", "edit", "team")
+    _admin(auth_server, cluster, "create", "namespace", "other")
+
+    def admin_as(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        return auth_server.kubectl(*args, cluster=cluster, check=check)
+
+    assert (
+        admin_as(
+            "auth", "can-i", "create", "configmaps", "-n", "team", "--as", "ken"
+        ).stdout.strip()
+        == "yes"
+    )
+    assert (
+        admin_as(
+            "auth", "can-i", "create", "configmaps", "-n", "other", "--as", "ken", check=False
+        ).stdout.strip()
+        == "no"
+    )
+    whoami = orjson.loads(
+        admin_as("auth", "whoami", "--as", "ken", "--as-group", "qa", "-o", "json").stdout
+    )
+    assert whoami["status"]["userInfo"] == {
+        "username": "ken",
+        "groups": ["qa", "system:authenticated"],
+    }
+    denied = admin_as("-n", "other", "get", "configmaps", "--as", "ken", check=False)
+    assert 'User "ken" cannot list resource "configmaps"' in denied.stderr
+    # impersonating needs the impersonate verb: ken may not act as somebody else
+    ken = tenant(auth_server, "ken", cluster)
+    refused = ken.denied("-n", "team", "get", "configmaps", "--as", "admin-wannabe")
+    assert refused == (
+        'Error from server (Forbidden): users "admin-wannabe" is forbidden: User "ken" cannot '
+        'impersonate resource "users" in API group "" at the cluster scope'
+    )
+    # edit lets him impersonate the namespace's ServiceAccounts, and nothing more
+    _admin(auth_server, cluster, "-n", "team", "create", "serviceaccount", "bot")
+    as_bot = ken.kubectl("auth", "whoami", "--as", "system:serviceaccount:team:bot", "-o", "json")
+    assert orjson.loads(as_bot.stdout)["status"]["userInfo"]["groups"] == [
+        "system:serviceaccounts",
+        "system:serviceaccounts:team",
+        "system:authenticated",
+    ]
+    assert ken.denied("-n", "other", "get", "cm", "--as", "system:serviceaccount:other:bot") == (
+        'Error from server (Forbidden): serviceaccounts "bot" is forbidden: User "ken" cannot '
+        'impersonate resource "serviceaccounts" in API group "" in the namespace "other"'
+    )
