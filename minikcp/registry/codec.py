@@ -38,7 +38,9 @@ def encode_for_storage(obj: dict[str, Any]) -> bytes:
     for k, v in obj.items():
         if k != "metadata":
             out[k] = v
-    return orjson.dumps(out)
+    # orjson's bytes keep its whole output buffer (about 8 KiB however short the JSON); stored
+    # values live on in the store's cache and the watch ring, so they get an exact-size copy.
+    return memoryview(orjson.dumps(out)).tobytes()
 
 
 def decorate(value: bytes, *, cluster: str, revision: int) -> bytes:

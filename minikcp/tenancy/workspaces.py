@@ -135,15 +135,13 @@ class Workspaces:
         ctx = RequestContext(cluster=paths.ROOT)
         if await self.logical_clusters.find(ctx, "", LOGICAL_CLUSTER_NAME) is not None:
             return
+        root = self._logical_cluster(paths.ROOT, None)
+        root["status"] = {"phase": READY}
         try:
-            created = await self.logical_clusters.create(
-                ctx, "", self._logical_cluster(paths.ROOT, None), WriteOptions()
-            )
+            await self.logical_clusters.create(ctx, "", root, WriteOptions())
         except errors.StatusError as exc:
             if exc.code != 409:
                 raise
-            return
-        await self._set_phase(self.logical_clusters, ctx, LOGICAL_CLUSTER_NAME, READY, created)
 
     def _logical_cluster(self, path: str, owner: Mapping[str, Any] | None) -> dict[str, Any]:
         spec: dict[str, Any] = {}
@@ -184,21 +182,19 @@ class Workspaces:
             "uid": meta["uid"],
         }
         child_ctx = RequestContext(cluster=child)
-        lc = await self.logical_clusters.find(child_ctx, "", LOGICAL_CLUSTER_NAME)
-        if lc is None:
-            try:
-                lc = await self.logical_clusters.create(
-                    child_ctx, "", self._logical_cluster(path, owner), WriteOptions()
+        # Created in its final state: minikcp's workspace types have no initializers.
+        logical_cluster = self._logical_cluster(path, owner)
+        logical_cluster["status"] = {"phase": READY, "URL": url}
+        try:
+            await self.logical_clusters.create(child_ctx, "", logical_cluster, WriteOptions())
+        except errors.StatusError as exc:
+            if exc.code != 409:
+                raise
+            existing = await self.logical_clusters.get(child_ctx, "", LOGICAL_CLUSTER_NAME)
+            if _status_phase(existing.stored_view()) != READY:
+                await self._set_status(
+                    self.logical_clusters, child_ctx, LOGICAL_CLUSTER_NAME, {"phase": READY}
                 )
-            except errors.StatusError as exc:
-                if exc.code != 409:
-                    raise
-                lc = await self.logical_clusters.get(child_ctx, "", LOGICAL_CLUSTER_NAME)
-        if _status_phase(lc.stored_view()) != READY:
-            lc_status = {"phase": READY, "URL": url}
-            await self._set_status(
-                self.logical_clusters, child_ctx, LOGICAL_CLUSTER_NAME, lc_status
-            )
         await self._set_phase(self.workspaces, ctx, meta["name"], READY, workspace)
 
     async def terminate(self, ctx: RequestContext, workspace: StoredObject) -> None:

@@ -78,3 +78,18 @@ def test_prefilter_skips_objects_without_the_label() -> None:
     assert prefilter.may_match(with_label)
     assert not prefilter.may_match(without)
     assert label_prefilter.for_selector(selectors.parse_label_selector("app!=web")) is None
+
+
+def test_stored_values_hold_no_spare_buffer() -> None:
+    """Stored values live on in caches: each must cost about its length, not orjson's buffer."""
+    import tracemalloc
+
+    obj = {"metadata": {"name": "n"}, "data": {"k": "v" * 300}}
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        kept = [codec.encode_for_storage(obj) for _ in range(200)]
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert held < 200 * (len(kept[0]) + 200), held

@@ -55,7 +55,17 @@ class WorkspaceStrategy(KcpKindStrategy):
 
 
 class LogicalClusterStrategy(KcpKindStrategy):
-    """The singleton LogicalCluster of a logical cluster is always named `cluster`."""
+    """The singleton LogicalCluster of a logical cluster is always named `cluster`.
+
+    Only minikcp itself creates LogicalClusters (tenancy's admission refuses everybody else), and
+    it creates them in their initial state, status included.
+    """
+
+    def prepare_for_create(self, obj: dict[str, Any]) -> None:
+        status = obj.get("status")
+        super().prepare_for_create(obj)
+        if isinstance(status, dict):
+            obj["status"] = status
 
     def validate(self, obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> list[errors.Cause]:
         causes = super().validate(obj, old)
