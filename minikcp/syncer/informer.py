@@ -1,13 +1,16 @@
 """A downstream list/watch cache of one resource, limited to the objects one target wrote.
 
 A failed list or a broken watch leaves the cache as it was (a lost connection is never a
-deletion); only a successful list replaces it, and a watch resumes from the last revision seen
-(410 Gone means a fresh list). Reconnects back off from 1 s to 30 s.
+deletion); only a successful list replaces it. A watch that ends normally resumes from the last
+revision seen; after an error (410 Gone, a lost connection) the informer lists again, diffing the
+new list against the cache. Reconnects back off from 1 s to 30 s, or happen at once when the
+target's probe answers again.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import random
 from collections.abc import Callable
@@ -40,9 +43,23 @@ class Informer:
         self.cache: dict[Key, dict[str, Any]] = {}
         self.synced = asyncio.Event()
         self.healthy = False  # the watch is open (or the last list succeeded)
+        self._wake = asyncio.Event()
+
+    def wake(self) -> None:
+        """Reconnect now rather than at the end of the back-off (the cluster answers again)."""
+        self._wake.set()
 
     def get(self, namespace: str, name: str) -> dict[str, Any] | None:
         return self.cache.get((namespace, name))
+
+    def remember(self, obj: dict[str, Any]) -> None:
+        """Record an object our own write returned, unless the watch already brought a newer
+        state (a response can arrive after the events of later changes)."""
+        meta = obj.get("metadata", {})
+        key = (meta.get("namespace", ""), meta.get("name", ""))
+        cached = self.cache.get(key)
+        if cached is None or _revision(meta) > _revision(cached.get("metadata", {})):
+            self.cache[key] = obj
 
     async def run(self) -> None:
         rv = ""
@@ -55,17 +72,25 @@ class Informer:
                 failures = 0
             except downstream.DownstreamError as exc:
                 self.healthy = False
+                # 410 Gone, or a revision the cluster does not have (it lost its data): list
+                # again. Only a successful list replaces the cache.
+                rv = ""
                 if exc.code == 410:
-                    rv = ""
                     continue
                 failures += 1
                 logger.debug("downstream %s: %s", self.path, exc)
             except downstream.Unreachable as exc:
                 self.healthy = False
+                # The cluster may have come back with other data (a watch from a revision it
+                # never had can wait silently): list again once it answers.
+                rv = ""
                 failures += 1
                 logger.debug("downstream %s: %s", self.path, exc)
             if failures:
-                await asyncio.sleep(min(30.0, 2 ** min(failures - 1, 5)) * random.uniform(0.5, 1))
+                pause = min(30.0, 2 ** min(failures - 1, 5)) * random.uniform(0.5, 1)
+                self._wake.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), pause)
 
     async def _list(self) -> str:
         body = await self.client.request(
@@ -120,3 +145,10 @@ class Informer:
                 self.cache[key] = obj
                 self.handler("MODIFIED" if before else "ADDED", obj, before)
         return rv
+
+
+def _revision(meta: dict[str, Any]) -> int:
+    try:
+        return int(meta.get("resourceVersion", 0))
+    except (TypeError, ValueError):
+        return 0  # opaque versions: never replace what the watch delivered

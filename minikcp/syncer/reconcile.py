@@ -114,15 +114,21 @@ async def reconcile(ctx: Context, w: TargetWorker, key: ItemKey) -> float | None
                 await status_up(ctx, cluster, namespace, name)
             return 30.0
     if translate.needs_apply(desired, live):
-        written = await w.client.request(
-            "PATCH",
-            path,
-            params={"fieldManager": translate.FIELD_MANAGER, "force": "true"},
-            body=desired,
-            content_type=downstream.APPLY_PATCH,
-        )
+        try:
+            written = await w.client.request(
+                "PATCH",
+                path,
+                params={"fieldManager": translate.FIELD_MANAGER, "force": "true"},
+                body=desired,
+                content_type=downstream.APPLY_PATCH,
+            )
+        except downstream.DownstreamError as exc:
+            if exc.code == 404:
+                # The namespace is gone (the cluster lost it): create it on the next attempt.
+                w.namespaces.cache.pop(("", dns), None)
+            raise
         if written.get("metadata"):
-            cache.cache[(dns, name)] = written
+            cache.remember(written)
     w.errors.pop(key, None)
     if resource == DEPLOYMENTS:
         await status_up(ctx, cluster, namespace, name)

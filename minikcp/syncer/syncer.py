@@ -66,6 +66,7 @@ class Syncer:
         self._tasks: asyncio.TaskGroup | None = None
         # Placement-relevant metadata of upstream namespaces, to react to changes only.
         self._namespace_marks: dict[tuple[str, str], tuple[Any, ...]] = {}
+        self._watched: set[str] = set()
 
     # -- the Context of reconcile ---------------------------------------------------------------
 
@@ -114,14 +115,20 @@ class Syncer:
                     self._watch_forever(ns_rt, self._on_namespace), name="syncer-namespaces"
                 )
                 for s in synced:
-                    tasks.create_task(
-                        self._watch_forever(s.rt, self._object_handler(s)),
-                        name=f"syncer-upstream-{s.name}",
-                    )
+                    self._watch(s)
         finally:
             self._tasks = None
             for running in list(self._running.values()):
                 running.task.cancel()
+
+    def _watch(self, s: resources.Synced) -> None:
+        """Watch a synced kind upstream across all logical clusters (once per kind)."""
+        if s.name in self._watched or self._tasks is None:
+            return
+        self._watched.add(s.name)
+        self._tasks.create_task(
+            self._watch_forever(s.rt, self._object_handler(s)), name=f"syncer-upstream-{s.name}"
+        )
 
     async def _watch_forever(
         self, rt: catalog.ResourceType, handler: Callable[[str, StoredObject], Any]
@@ -286,11 +293,15 @@ class Syncer:
             *self.extra_resources,
             *(spec.get("resources") or ()),
         )
-        synced, unknown = resources.resolve(self.registry.catalog, names)
+        serves = frozenset(spec.get("clusters") or ()) or frozenset({obj.cluster})
+        # Custom resources too: the kinds served where the target takes namespaces from.
+        types = self.registry.catalog_for("*" if "*" in serves else obj.cluster)
+        synced, unknown = resources.resolve(types, names)
         if unknown:
             logger.warning("sync target %s: unknown resources ignored: %s", key[1], unknown)
+        for s in synced:
+            self._watch(s)
         ref = translate.TargetRef(cluster=obj.cluster, name=key[1], uid=meta.get("uid", ""))
-        serves = frozenset(spec.get("clusters") or ()) or frozenset({obj.cluster})
         worker = TargetWorker(
             ref,
             downstream.DownstreamClient(conn, qps=self.settings.qps, burst=self.settings.burst),

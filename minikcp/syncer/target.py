@@ -230,6 +230,9 @@ class TargetWorker:
             if ok:
                 self.health.last_ok = now
                 self.health.reached = True
+                for inf in (self.namespaces, *self.informers.values()):
+                    if not inf.healthy:
+                        inf.wake()
             self.health.ready = ok or (
                 self.health.reached
                 and now - self.health.last_ok < self.settings.heartbeat_threshold

@@ -218,7 +218,7 @@ def drifted(desired: Any, live: Any) -> bool:
     if isinstance(desired, Mapping):
         if not isinstance(live, Mapping):
             return True
-        return any(k not in live or drifted(v, live[k]) for k, v in desired.items())
+        return any(drifted(v, live[k]) if k in live else not _empty(v) for k, v in desired.items())
     if isinstance(desired, list):
         if not isinstance(live, list) or len(live) != len(desired):
             return True
@@ -226,6 +226,12 @@ def drifted(desired: Any, live: Any) -> bool:
     if isinstance(desired, bool) or isinstance(live, bool):
         return desired is not live
     return bool(desired != live)
+
+
+def _empty(value: Any) -> bool:
+    """Values a Kubernetes server drops on output (`omitempty`, e.g. `creationTimestamp: null`
+    in a pod template): their absence downstream is not drift."""
+    return value is None or value == {} or value == []
 
 
 def _copy(value: Any) -> Any:

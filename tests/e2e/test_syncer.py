@@ -15,6 +15,7 @@ import pytest
 
 from minikcp.syncer import translate
 from tests import server_process
+from tests.e2e import crd_manifests
 from tests.e2e import syncer_env as env
 from tests.server_process import ServerProcess
 
@@ -478,3 +479,42 @@ def test_exec_plugin_credentials(
     up.kubectl("create", "configmap", "hello", cluster=cluster)
     ns = env.downstream_ns(up, cluster, "viaexec")
     env.eventually(lambda: env.down_get(east, ns, "configmap", "hello"), what="synced via exec")
+
+
+def test_custom_resources_sync_where_the_target_serves_them(
+    up: ServerProcess, downs: tuple[ServerProcess, ServerProcess], cluster: str
+) -> None:
+    east, west = downs
+    up.kubectl("apply", "-f", "-", input=crd_manifests.crd(), cluster=cluster)
+    east.kubectl("apply", "-f", "-", input=crd_manifests.crd())
+    for server, where in ((up, cluster), (east, "root")):
+        server.kubectl(
+            "wait",
+            "--for=condition=Established",
+            "crd/widgets.example.com",
+            "--timeout=30s",
+            cluster=where,
+        )
+    env.attach(up, cluster, "east", east, "--resources", "widgets.example.com")
+    env.attach(up, cluster, "west", west, "--resources", "widgets.example.com")
+
+    def widget_state(target: str) -> str:
+        st = env.get(up, cluster, "synctarget", target)
+        for r in st.get("status", {}).get("syncedResources") or ():
+            if r["resource"] == "widgets":
+                return str(r["state"])
+        return ""
+
+    assert env.eventually(lambda: widget_state("east")) == "Accepted"
+    assert env.eventually(lambda: widget_state("west")) == "Incompatible"
+    up.kubectl(
+        "apply", "-f", "-", input=crd_manifests.widget("w1", {"size": "small"}), cluster=cluster
+    )
+    ns = env.downstream_ns(up, cluster, "east")
+    copy = env.eventually(lambda: env.down_get(east, ns, "widgets", "w1"), what="widget on east")
+    assert copy["spec"]["size"] == "small"
+    # Only the target that serves the kind holds the upstream object.
+    finalizers = env.get(up, cluster, "widget", "w1")["metadata"]["finalizers"]
+    assert finalizers == [env.target_ref(up, cluster, "east").finalizer]
+    up.kubectl("delete", "widget", "w1", "--timeout=30s", cluster=cluster)
+    assert env.down_get(east, ns, "widgets", "w1") is None

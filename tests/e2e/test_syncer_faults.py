@@ -100,6 +100,58 @@ def test_target_down_and_back(procs: list[ServerProcess], tmp_path: Path, cluste
     up.kubectl("rollout", "status", "deployment/web", "--timeout=30s", cluster=cluster)
 
 
+def test_target_restarted_without_its_data(
+    procs: list[ServerProcess], tmp_path: Path, cluster: str
+) -> None:
+    up = _start(procs, tmp_path, *env.UPSTREAM_ARGS)
+    down = _start(procs, tmp_path, *env.DOWNSTREAM_ARGS)
+    env.attach(up, cluster, "fresh", down)
+    ns = env.downstream_ns(up, cluster, "fresh")
+    up.kubectl("create", "configmap", "settings", cluster=cluster)
+    up.kubectl("create", "deployment", "web", "--image=nginx", "--replicas=2", cluster=cluster)
+    env.eventually(lambda: _uid(down, ns, "configmap", "settings") and _replicas(down, ns) == 2)
+    down.stop()
+    # The same cluster (address, CA, credentials) comes back empty.
+    empty = _start(
+        procs,
+        tmp_path,
+        *env.DOWNSTREAM_ARGS,
+        port=down.port,
+        credentials_from=down.root,
+    )
+    env.eventually(lambda: _uid(empty, ns, "configmap", "settings"), timeout=40, what="re-created")
+    env.eventually(lambda: _replicas(empty, ns) == 2, what="the deployment re-created")
+    up.kubectl("rollout", "status", "deployment/web", "--timeout=30s", cluster=cluster)
+    assert env.find(up, cluster, "configmap", "settings") is not None
+
+
+def test_detach_of_an_unreachable_target_is_bounded(
+    procs: list[ServerProcess], tmp_path: Path, cluster: str
+) -> None:
+    up = _start(procs, tmp_path, *env.UPSTREAM_ARGS)
+    down = _start(procs, tmp_path, *env.DOWNSTREAM_ARGS)
+    env.attach(up, cluster, "gone", down)
+    ns = env.downstream_ns(up, cluster, "gone")
+    up.kubectl("create", "configmap", "settings", cluster=cluster)
+    env.eventually(lambda: _uid(down, ns, "configmap", "settings"))
+    down.stop()
+    up.kubectl(
+        "wait", "--for=condition=Ready=False", "synctarget/gone", "--timeout=30s", cluster=cluster
+    )
+    started = time.monotonic()
+    result = env.minikcp("detach", "gone", "--cluster", cluster, "--root-dir", str(up.root))
+    elapsed = time.monotonic() - started
+    assert result.returncode == 1, result
+    assert "Could not remove" in result.stdout and f"configmaps {ns}/settings" in result.stdout
+    assert elapsed < 25  # --sync-detach-timeout is 8 s
+    assert env.find(up, cluster, "synctarget", "gone") is None
+    # The upstream object is no longer held by the detached target.
+    cm = env.get(up, cluster, "configmap", "settings")
+    assert not cm["metadata"].get("finalizers")
+    up.kubectl("delete", "configmap", "settings", "--timeout=10s", cluster=cluster)
+    assert "not removed downstream" in up.log()
+
+
 def test_minikcp_restarted_mid_rollout(
     procs: list[ServerProcess], tmp_path: Path, cluster: str
 ) -> None:

@@ -180,6 +180,11 @@ def test_never_synced(resource: str, obj: dict[str, Any], skip: bool) -> None:
         ({"a": [{"n": "x"}]}, {"a": [{"n": "y"}]}, True),
         ({"a": True}, {"a": 1}, True),  # JSON true is not 1
         ({"a": None}, {"a": None}, False),
+        # Kubernetes drops empty values on output (template creationTimestamp: null, labels: {}).
+        ({"a": None}, {}, False),
+        ({"a": {}, "b": []}, {}, False),
+        ({"a": {"b": None}}, {"a": {}}, False),
+        ({"a": {"b": 1}}, {}, True),
         ({"spec": {"replicas": 3}}, {"spec": {"replicas": 3}, "status": {"replicas": 1}}, False),
     ],
 )
