@@ -372,7 +372,11 @@ def _error_text(status: int, body: Any) -> str:
 
 
 def _parser(prog: str) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=prog, description="Manages kcp workspaces")
+    parser = argparse.ArgumentParser(
+        prog=prog,
+        description=__doc__.replace("    kubectl ws ", f"    {prog} ") if __doc__ else None,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--kubeconfig", default=None, help="path to the kubeconfig file")
     parser.add_argument("--context", default=None, help="the kubeconfig context to use")
     parser.add_argument("--short", action="store_true", help="print only the workspace path")
