@@ -313,20 +313,27 @@ class PolicyStore:
         self._loading: dict[str, asyncio.Future[ClusterPolicy]] = {}
 
     async def policy(self, cluster: str) -> ClusterPolicy:
-        found = self._clusters.get(cluster)
-        if found is not None:
-            return found
-        pending = self._loading.get(cluster)
-        if pending is not None:
-            return await asyncio.shield(pending)
+        """The cluster's policy; concurrent first requests share one load."""
+        while True:
+            found = self._clusters.get(cluster)
+            if found is not None:
+                return found
+            pending = self._loading.get(cluster)
+            if pending is None:
+                break
+            try:
+                return await asyncio.shield(pending)
+            except asyncio.CancelledError:
+                if not pending.cancelled():
+                    raise  # this request was cancelled
+                # The request that was loading went away (or failed): load here instead.
         epoch = self._epoch
         future: asyncio.Future[ClusterPolicy] = asyncio.get_running_loop().create_future()
         self._loading[cluster] = future
         try:
             loaded = await self._load(cluster)
-        except BaseException as exc:
-            future.set_exception(exc)
-            future.exception()  # retrieved here: waiters get it too
+        except BaseException:
+            future.cancel()  # the waiters load it themselves
             raise
         finally:
             self._loading.pop(cluster, None)

@@ -1,0 +1,108 @@
+"""The per-cluster RBAC caches through the real registry and hub on a SQLite store."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from minikcp.machinery import errors, rbac, users
+from minikcp.registry import objects, registry
+from storage import hub, sqlite
+
+ALICE = users.UserInfo("alice", ("system:authenticated",))
+OPTS = objects.WriteOptions()
+
+
+@pytest.fixture
+async def reg(tmp_path: Path) -> AsyncIterator[registry.Registry]:
+    store = await sqlite.SqliteStorage.open(tmp_path / "store.db", compact_interval=None)
+    watch_hub = hub.WatchHub(store, start_revision=await store.current_revision())
+    tasks = [asyncio.create_task(watch_hub.run())]
+    try:
+        opened = await registry.Registry.open(store, watch_hub)
+        tasks.append(asyncio.create_task(opened.run()))
+        yield opened
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await store.close()
+
+
+async def _bind(reg: registry.Registry, cluster: str, name: str, role: str) -> None:
+    rt = reg.catalog.by_resource(rbac.GROUP, "v1", "clusterrolebindings")
+    assert rt is not None
+    binding = {
+        "metadata": {"name": name},
+        "roleRef": {"apiGroup": rbac.GROUP, "kind": "ClusterRole", "name": role},
+        "subjects": [{"kind": "User", "name": "alice"}],
+    }
+    await reg.store(rt).create(objects.RequestContext(cluster=cluster), "", binding, OPTS)
+
+
+def _list_namespaces(cluster: str) -> rbac.Attributes:
+    return rbac.Attributes(ALICE, "list", cluster=cluster, resource="namespaces")
+
+
+async def _allowed(reg: registry.Registry, attrs: rbac.Attributes, *, wanted: bool) -> None:
+    async with asyncio.timeout(2):
+        while (await reg.policy.authorize(attrs)).allowed is not wanted:
+            await asyncio.sleep(0.005)
+
+
+async def test_policies_follow_rbac_writes_per_cluster(reg: registry.Registry) -> None:
+    assert not (await reg.policy.authorize(_list_namespaces("a"))).allowed
+    await _bind(reg, "a", "alice-access", "system:kcp:workspace:access")
+    await _bind(reg, "a", "alice-view", "view")
+    # the cached policy of cluster a is dropped through the hub, and nothing else changes
+    await _allowed(reg, _list_namespaces("a"), wanted=True)
+    assert not (await reg.policy.authorize(_list_namespaces("b"))).allowed
+    rt = reg.catalog.by_resource(rbac.GROUP, "v1", "clusterrolebindings")
+    assert rt is not None
+    await reg.store(rt).delete(objects.RequestContext(cluster="a"), "", "alice-view", {}, OPTS)
+    await _allowed(reg, _list_namespaces("a"), wanted=False)
+
+
+async def test_concurrent_first_requests_share_one_load(reg: registry.Registry) -> None:
+    await _bind(reg, "c", "alice-access", "system:kcp:workspace:access")
+    policies = await asyncio.gather(*(reg.policy.policy("c") for _ in range(20)))
+    assert len({id(p) for p in policies}) == 1
+
+
+async def test_a_cancelled_load_leaves_the_others_to_load(reg: registry.Registry) -> None:
+    first = asyncio.create_task(reg.policy.policy("d"))
+    await asyncio.sleep(0)  # the first request starts loading ...
+    second = asyncio.create_task(reg.policy.policy("d"))
+    await asyncio.sleep(0)
+    first.cancel()  # ... and its client goes away
+    policy = await second
+    assert policy.cluster_role_rules("view")
+    with pytest.raises(asyncio.CancelledError):
+        await first
+
+
+async def test_escalation_checks_use_the_same_policy(reg: registry.Registry) -> None:
+    await _bind(reg, "e", "alice-access", "system:kcp:workspace:access")
+    await _bind(reg, "e", "alice-view", "view")
+    await _allowed(reg, _list_namespaces("e"), wanted=True)
+    rt = reg.catalog.by_resource(rbac.GROUP, "v1", "clusterroles")
+    assert rt is not None
+    as_alice = objects.RequestContext(cluster="e", user=ALICE)
+    held = {
+        "metadata": {"name": "r1"},
+        "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}],
+    }
+    await reg.store(rt).create(as_alice, "", held, objects.WriteOptions(dry_run=True))
+    more = {
+        "metadata": {"name": "r2"},
+        "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["delete"]}],
+    }
+    with pytest.raises(errors.StatusError) as refused:
+        await reg.store(rt).create(as_alice, "", more, OPTS)
+    assert refused.value.code == 403
+    assert refused.value.message.startswith(
+        'clusterroles.rbac.authorization.k8s.io "r2" is forbidden: user "alice"'
+    )
