@@ -6,10 +6,8 @@ from typing import Any
 
 import pytest
 
-from minikcp.controllers import deployment_conditions as conditions_module
 from minikcp.controllers import rollout
-
-NOW = 1_800_000_000.0
+from tests.controllers.builders import deployment, rs, template
 
 
 @pytest.mark.parametrize(
@@ -25,13 +23,6 @@ def test_fnv32a_matches_the_reference_vectors(data: bytes, expected: int) -> Non
 )
 def test_safe_encode_maps_into_the_safe_alphabet(text: str, expected: str) -> None:
     assert rollout.safe_encode(text) == expected
-
-
-def template(image: str = "nginx", **labels: str) -> dict[str, Any]:
-    return {
-        "metadata": {"labels": {"app": "web", **labels}},
-        "spec": {"containers": [{"name": "c", "image": image}]},
-    }
 
 
 def test_pod_template_hash_depends_on_the_template_and_collisions_only() -> None:
@@ -61,36 +52,6 @@ def test_scaled_value(value: int | str | None, total: int, round_up: bool, expec
     assert rollout.scaled_value(value, total, round_up) == expected
 
 
-def deployment(
-    replicas: int = 3,
-    *,
-    surge: int | str = "25%",
-    unavailable: int | str = "25%",
-    recreate: bool = False,
-    generation: int = 1,
-    deadline: int = 600,
-    status: dict[str, Any] | None = None,
-) -> dict[str, Any]:
-    strategy: dict[str, Any] = (
-        {"type": "Recreate"}
-        if recreate
-        else {
-            "type": "RollingUpdate",
-            "rollingUpdate": {"maxSurge": surge, "maxUnavailable": unavailable},
-        }
-    )
-    return {
-        "metadata": {"name": "web", "uid": "d-1", "generation": generation},
-        "spec": {
-            "replicas": replicas,
-            "strategy": strategy,
-            "progressDeadlineSeconds": deadline,
-            "template": template(),
-        },
-        "status": status or {},
-    }
-
-
 @pytest.mark.parametrize(
     ("surge", "unavailable", "replicas", "expected"),
     [
@@ -106,17 +67,6 @@ def test_fenceposts(
     assert rollout.fenceposts(deployment(replicas, surge=surge, unavailable=unavailable)) == (
         expected
     )
-
-
-def rs(
-    name: str, spec: int, available: int = 0, *, created: str = "2026-01-01T00:00:00Z"
-) -> dict[str, Any]:
-    status = {"replicas": spec, "readyReplicas": available, "availableReplicas": available}
-    return {
-        "metadata": {"name": name, "uid": f"uid-{name}", "creationTimestamp": created},
-        "spec": {"replicas": spec},
-        "status": {k: v for k, v in status.items() if v},
-    }
 
 
 @pytest.mark.parametrize(
@@ -219,161 +169,6 @@ def test_find_new_prefers_the_oldest_matching_replica_set() -> None:
     assert rollout.find_new(dep, [other], h) is None
 
 
-def conditions(status: dict[str, Any]) -> dict[str, tuple[str, str]]:
-    return {c["type"]: (c["status"], c["reason"]) for c in status.get("conditions", [])}
-
-
-def stamp(offset: float) -> str:
-    return rollout.rfc3339(NOW + offset)
-
-
-@pytest.mark.parametrize(
-    ("dep", "sets", "created", "expected_counts", "expected_conditions"),
-    [
-        pytest.param(
-            deployment(3, generation=2),
-            [rs("web-n", 3, 3)],
-            False,
-            {
-                "observedGeneration": 2,
-                "replicas": 3,
-                "updatedReplicas": 3,
-                "readyReplicas": 3,
-                "availableReplicas": 3,
-            },
-            {
-                "Available": ("True", "MinimumReplicasAvailable"),
-                "Progressing": ("True", "NewReplicaSetAvailable"),
-            },
-            id="complete",
-        ),
-        pytest.param(
-            deployment(3),
-            [rs("web-n", 3, 0)],
-            True,
-            {
-                "observedGeneration": 1,
-                "replicas": 3,
-                "updatedReplicas": 3,
-                "unavailableReplicas": 3,
-            },
-            {
-                "Available": ("False", "MinimumReplicasUnavailable"),
-                "Progressing": ("True", "ReplicaSetUpdated"),
-            },
-            id="just-created",
-        ),
-        pytest.param(
-            deployment(
-                3,
-                status={
-                    "replicas": 3,
-                    "updatedReplicas": 3,
-                    "conditions": [
-                        {
-                            "type": "Progressing",
-                            "status": "True",
-                            "reason": "ReplicaSetUpdated",
-                            "message": "",
-                            "lastUpdateTime": stamp(-601),
-                            "lastTransitionTime": stamp(-601),
-                        }
-                    ],
-                },
-            ),
-            [rs("web-n", 3, 0)],
-            False,
-            {
-                "observedGeneration": 1,
-                "replicas": 3,
-                "updatedReplicas": 3,
-                "unavailableReplicas": 3,
-            },
-            {
-                "Available": ("False", "MinimumReplicasUnavailable"),
-                "Progressing": ("False", "ProgressDeadlineExceeded"),
-            },
-            id="timed-out",
-        ),
-        pytest.param(
-            deployment(3, deadline=conditions_module.NO_PROGRESS_DEADLINE),
-            [rs("web-n", 3, 3)],
-            True,
-            {
-                "observedGeneration": 1,
-                "replicas": 3,
-                "updatedReplicas": 3,
-                "readyReplicas": 3,
-                "availableReplicas": 3,
-            },
-            {"Available": ("True", "MinimumReplicasAvailable")},
-            id="no-deadline-no-progressing",
-        ),
-        pytest.param(
-            deployment(0),
-            [rs("web-n", 0)],
-            False,
-            {"observedGeneration": 1},
-            {
-                "Available": ("True", "MinimumReplicasAvailable"),
-                "Progressing": ("True", "NewReplicaSetAvailable"),
-            },
-            id="zero-replicas",
-        ),
-    ],
-)
-def test_deployment_status(
-    dep: dict[str, Any],
-    sets: list[dict[str, Any]],
-    created: bool,
-    expected_counts: dict[str, int],
-    expected_conditions: dict[str, tuple[str, str]],
-) -> None:
-    status = conditions_module.deployment_status(dep, sets, sets[0], NOW, created_new_rs=created)
-    counts = {k: v for k, v in status.items() if k != "conditions"}
-    assert counts == expected_counts
-    assert conditions(status) == expected_conditions
-
-
-def test_progressing_message_names_the_new_replica_set() -> None:
-    status = conditions_module.deployment_status(
-        deployment(3), [rs("web-n", 3, 3)], rs("web-n", 3, 3), NOW
-    )
-    progressing = conditions_module.condition(status, "Progressing")
-    assert progressing is not None
-    assert progressing["message"] == 'ReplicaSet "web-n" has successfully progressed.'
-
-
-def test_unchanged_conditions_keep_their_times() -> None:
-    before = {
-        "type": "Available",
-        "status": "True",
-        "reason": "MinimumReplicasAvailable",
-        "message": "Deployment has minimum availability.",
-        "lastUpdateTime": stamp(-100),
-        "lastTransitionTime": stamp(-100),
-    }
-    dep = deployment(3, status={"conditions": [before]})
-    status = conditions_module.deployment_status(dep, [rs("web-n", 3, 3)], rs("web-n", 3, 3), NOW)
-    assert conditions_module.condition(status, "Available") == before
-    # A status whose inputs did not change is computed equal: no write.
-    dep["status"] = status
-    assert (
-        conditions_module.deployment_status(dep, [rs("web-n", 3, 3)], rs("web-n", 3, 3), NOW + 50)
-        == status
-    )
-
-
-def test_next_progress_check_is_the_deadline_after_the_last_progress() -> None:
-    dep = deployment(3, deadline=10)
-    status = conditions_module.deployment_status(
-        dep, [rs("web-n", 3, 0)], rs("web-n", 3, 0), NOW, created_new_rs=True
-    )
-    assert conditions_module.next_progress_check(dep, status, NOW) == pytest.approx(int(NOW) + 11)
-    done = conditions_module.deployment_status(dep, [rs("web-n", 3, 3)], rs("web-n", 3, 3), NOW)
-    assert conditions_module.next_progress_check(dep, done, NOW) is None
-
-
 @pytest.mark.parametrize(
     ("dep", "new", "olds", "expected"),
     [
@@ -400,63 +195,3 @@ def test_paused_replicas(
     expected: dict[str, int],
 ) -> None:
     assert rollout.paused_replicas(dep, new, olds) == expected
-
-
-def test_pausing_and_resuming_show_in_progressing() -> None:
-    dep = deployment(3)
-    sets = [rs("web-n", 3, 3)]
-    done = conditions_module.deployment_status(dep, sets, sets[0], NOW)
-    dep["spec"]["paused"] = True
-    dep["status"] = done
-    paused = conditions_module.deployment_status(dep, sets, sets[0], NOW + 1)
-    assert conditions(paused)["Progressing"] == ("Unknown", "DeploymentPaused")
-    # While paused nothing estimates progress, so nothing changes.
-    dep["status"] = paused
-    assert conditions_module.deployment_status(dep, sets, sets[0], NOW + 900) == paused
-    dep["spec"]["paused"] = False
-    resumed = conditions_module.deployment_status(dep, sets, sets[0], NOW + 901)
-    # Resumed, then at once complete again in the same computation.
-    assert conditions(resumed)["Progressing"] == ("True", "NewReplicaSetAvailable")
-    # A timed-out rollout is not overwritten by pausing.
-    dep["status"] = {
-        "conditions": [
-            {
-                "type": "Progressing",
-                "status": "False",
-                "reason": "ProgressDeadlineExceeded",
-                "message": "",
-                "lastUpdateTime": stamp(0),
-                "lastTransitionTime": stamp(0),
-            }
-        ]
-    }
-    dep["spec"]["paused"] = True
-    stuck = conditions_module.deployment_status(dep, [rs("web-n", 3)], rs("web-n", 3), NOW)
-    assert conditions(stuck)["Progressing"] == ("False", "ProgressDeadlineExceeded")
-
-
-def test_a_replica_failure_moves_up_to_the_deployment() -> None:
-    failing = rs("web-n", 3)
-    failing["status"]["conditions"] = [
-        {
-            "type": "ReplicaFailure",
-            "status": "True",
-            "lastTransitionTime": stamp(-5),
-            "reason": "FailedCreate",
-            "message": "quota",
-        }
-    ]
-    status = conditions_module.deployment_status(
-        deployment(3), [rs("web-o", 1, 1), failing], failing, NOW
-    )
-    failure = conditions_module.condition(status, "ReplicaFailure")
-    assert failure is not None
-    assert (failure["reason"], failure["message"], failure["lastUpdateTime"]) == (
-        "FailedCreate",
-        "quota",
-        stamp(-5),
-    )
-    # Gone from the ReplicaSets, gone from the Deployment.
-    dep = deployment(3, status=status)
-    healed = conditions_module.deployment_status(dep, [rs("web-n", 3, 3)], rs("web-n", 3, 3), NOW)
-    assert conditions_module.condition(healed, "ReplicaFailure") is None
