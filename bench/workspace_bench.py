@@ -41,6 +41,12 @@ def rss_kib(pid: int) -> int:
     raise RuntimeError("no VmRSS")
 
 
+def cpu_seconds(pid: int) -> float:
+    """User plus system CPU time of a process (the machine is shared: rates alone mislead)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 class Api:
     def __init__(self, session: aiohttp.ClientSession, base: str) -> None:
         self.session = session
@@ -119,14 +125,21 @@ async def bench(server: server_process.ServerProcess, orgs: int, teams: int, cli
         org_jobs = [("root:bench", f"org{i}") for i in range(orgs)]
         team_jobs = [(f"root:bench:org{i}", f"team{j}") for i in range(orgs) for j in range(teams)]
         start = time.perf_counter()
+        cpu_start = cpu_seconds(pid)
         posted = await _pool(org_jobs, clients, api) + await _pool(team_jobs, clients, api)
         parents = ["root:bench", *(f"root:bench:org{i}" for i in range(orgs))]
         while await _not_ready(api, parents):
             await asyncio.sleep(0.2)
         all_ready = time.perf_counter() - start
+        cpu = cpu_seconds(pid) - cpu_start
         print(
             f"created {total} workspaces: POSTs answered at {total / posted:.0f}/s, "
             f"all Ready after {all_ready:.1f} s ({total / all_ready:.0f}/s sustained)"
+        )
+        print(
+            f"server CPU for it: {cpu:.1f} s, {cpu / total * 1000:.2f} ms per workspace "
+            f"(at most {total / cpu:.0f}/s per core of its own); load average while measured: "
+            f"{os.getloadavg()[0]:.1f}"
         )
         await asyncio.sleep(1.0)
         rss_after = rss_kib(pid)
@@ -160,6 +173,7 @@ async def bench(server: server_process.ServerProcess, orgs: int, teams: int, cli
         _, everywhere = await api.call("GET", f"/clusters/*{_LC}")
         clusters_before = len(everywhere["items"])
         start = time.perf_counter()
+        cpu_start = cpu_seconds(pid)
         status, _ = await api.call("DELETE", f"/clusters/root{_WS}/bench")
         assert status == 200, status
         while True:
@@ -174,10 +188,11 @@ async def bench(server: server_process.ServerProcess, orgs: int, teams: int, cli
                 break
             await asyncio.sleep(0.1)
         purged = time.perf_counter() - start
+        cpu = cpu_seconds(pid) - cpu_start
         print(
             f"deleted the tree of {total + 1} workspaces: Workspace gone after {gone:.1f} s, "
             f"every LogicalCluster of it after {purged:.1f} s "
-            f"({len(everywhere['items'])} LogicalClusters left: root's)"
+            f"({len(everywhere['items'])} LogicalClusters left: root's); server CPU {cpu:.1f} s"
         )
         await asyncio.sleep(2.0)
         print(f"server RSS after deletion: {rss_kib(pid) / 1024:.0f} MiB")

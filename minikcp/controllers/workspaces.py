@@ -71,7 +71,7 @@ class WorkspaceController:
                 if _needs_work(change.value):
                     await self._enqueue((change.key.cluster, change.key.name))
             else:
-                purged = workspaces.purged_cluster(change.prev_value)
+                purged = self._lifecycle.to_purge(change.key.cluster, change.prev_value)
                 if purged is not None:
                     await self._enqueue((_PURGE, purged))
 

@@ -168,3 +168,36 @@ async def remove_cleanup_finalizer(syncer: Syncer, obj: StoredObject) -> None:
             mutate,
             reconcile.WRITE,
         )
+
+
+async def purge(worker: TargetWorker, timeout: float) -> None:
+    """Delete every downstream namespace of a target whose SyncTarget vanished without a detach
+    (its logical cluster was deleted): their content goes with them. Bounded by `timeout`."""
+    deadline = time.monotonic() + timeout
+    selector = {"labelSelector": f"{translate.TARGET_LABEL}={worker.ref.key}"}
+    try:
+        while True:
+            try:
+                listing = await worker.client.request("GET", "/api/v1/namespaces", params=selector)
+                names = [i["metadata"]["name"] for i in listing.get("items") or ()]
+                for name in names:
+                    with contextlib.suppress(downstream.DownstreamError):
+                        await worker.client.request("DELETE", f"/api/v1/namespaces/{name}")
+                logger.info(
+                    "sync target %s removed with its logical cluster; deleted namespaces: %s",
+                    worker.name,
+                    ", ".join(names) or "none",
+                )
+                return
+            except (downstream.Unreachable, downstream.DownstreamError) as exc:
+                if time.monotonic() >= deadline:
+                    logger.warning(
+                        "sync target %s removed with its logical cluster; its namespaces could "
+                        "not be removed: %s",
+                        worker.name,
+                        exc,
+                    )
+                    return
+                await asyncio.sleep(1.0)
+    finally:
+        await worker.client.close()

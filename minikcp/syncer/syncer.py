@@ -247,7 +247,15 @@ class Syncer:
         running = self._running.get(key)
         if kind == watching.DELETED:
             if running is not None:
-                await self._stop(key)
+                detached = running.detaching is not None
+                await self._stop(key, close=detached)
+                if not detached and self._tasks is not None:
+                    # Gone without a detach (its logical cluster was deleted at once): what
+                    # was synced there is removed all the same, bounded by the detach timeout.
+                    self._tasks.create_task(
+                        detach.purge(running.worker, self.settings.detach_timeout),
+                        name=f"purge-{key[1]}",
+                    )
                 await self.enqueue_all(self.workers_for(key[0]))
             return
         view = obj.view()
@@ -328,7 +336,7 @@ class Syncer:
         logger.info("sync target %s|%s started (%s)", key[0], key[1], conn.server)
         await self.enqueue_all([worker])
 
-    async def _stop(self, key: tuple[str, str]) -> None:
+    async def _stop(self, key: tuple[str, str], *, close: bool = True) -> None:
         running = self._running.pop(key, None)
         if running is None:
             return
@@ -339,7 +347,8 @@ class Syncer:
                     await task
         running.worker.queue.close()
         running.worker.status_queue.close()
-        await running.worker.client.close()
+        if close:
+            await running.worker.client.close()
 
     async def _kubeconfig_of(self, cluster: str, spec: dict[str, Any]) -> tuple[str, str]:
         ref = spec.get("kubeconfigSecretRef") or {}

@@ -8,6 +8,8 @@ whose Workspaces still lead to what remains, so doing it again finishes the job.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import orjson
 
 from minikcp.registry import keys, registry
@@ -35,14 +37,22 @@ def _child_cluster(value: bytes) -> str | None:
 
 
 async def delete_tree(
-    reg: registry.Registry, resolver: ClusterResolver, cluster: str, *, keep_top: bool = False
+    reg: registry.Registry,
+    resolver: ClusterResolver,
+    cluster: str,
+    *,
+    keep_top: bool = False,
+    found: Callable[[list[str]], None] | None = None,
 ) -> int:
     """Deletes `cluster` and its descendants; returns how many logical clusters were deleted.
 
-    `keep_top` keeps `cluster`'s own LogicalCluster: while it says Terminating, no workspace
-    can be created in `cluster`, which its Workspace still makes reachable.
+    `found` hears of the clusters before they go. `keep_top` keeps `cluster`'s own
+    LogicalCluster: while it says Terminating, no workspace can be created in `cluster`, which
+    its Workspace still makes reachable.
     """
     clusters = await descendants(reg, resolver, cluster)
+    if found is not None:
+        found(clusters)  # before anything goes: the deletion events follow at once
     kept = keys.list_prefix(resolver.logical_cluster_type, cluster) if keep_top else None
     await reg.delete_prefixes(
         [

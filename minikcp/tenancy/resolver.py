@@ -48,8 +48,12 @@ class ClusterResolver:
         # Bumped by every change seen: a lookup that raced a change must not be cached.
         self._epoch = 0
 
-    def cached_entries(self) -> int:
-        return len(self._children) + len(self._paths)
+    def cached_clusters(self) -> set[str]:
+        """The logical clusters the caches hold something about."""
+        found = set(self._paths)
+        for (parent, _), child in self._children.items():
+            found.update((parent, child))
+        return found
 
     async def resolve(self, text: str) -> str:
         """The logical cluster a request's `/clusters/<text>` addresses (`*` stays `*`)."""
@@ -97,13 +101,19 @@ class ClusterResolver:
         obj = await self._logical_clusters.find(
             RequestContext(cluster=cluster), "", LOGICAL_CLUSTER_NAME
         )
-        path = cluster
-        if obj is not None:
-            annotations = obj.stored_view().get("metadata", {}).get("annotations") or {}
-            path = annotations.get(PATH_ANNOTATION) or cluster
+        if obj is None:
+            # Not (yet) a workspace's cluster: known by its name; not cached, since its
+            # LogicalCluster may be on its way.
+            return cluster
+        annotations = obj.stored_view().get("metadata", {}).get("annotations") or {}
+        path = annotations.get(PATH_ANNOTATION) or cluster
         if epoch == self._epoch:
             self._remember(self._paths, cluster, path)
         return path
+
+    def remember_path(self, cluster: str, path: str) -> None:
+        """A new workspace's cluster and path, known before its LogicalCluster exists."""
+        self._remember(self._paths, cluster, path)
 
     def _remember(self, cache: collections.OrderedDict[Any, str], key: Any, value: str) -> None:
         cache[key] = value

@@ -11,6 +11,7 @@ prefix (`deletion.py`), and drops the finalizer, which completes the deletion.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -32,6 +33,7 @@ TERMINATING = "Terminating"
 _TERMINAL = (TERMINATING, "Deleting")
 _MANAGER = "minikcp-workspaces"
 _STATUS_OPTS = WriteOptions(field_manager=_MANAGER)
+_DELETING_TTL = 300.0
 
 
 def _status_phase(obj: Mapping[str, Any]) -> str:
@@ -77,6 +79,7 @@ class WorkspaceAdmission(admission.Admission):
             spec["type"] = dict(DEFAULT_TYPE)
         spec["cluster"] = paths.new_cluster_name()
         spec["URL"] = f"{self._base_url}/clusters/{path}"
+        self._resolver.remember_path(spec["cluster"], path)
         obj["status"] = {"phase": INITIALIZING}
         finalizers = meta.setdefault("finalizers", [])
         if FINALIZER not in finalizers:
@@ -106,21 +109,6 @@ class LogicalClusterAdmission(admission.Admission):
         )
 
 
-def purged_cluster(prev_value: bytes | None) -> str | None:
-    """The logical cluster to purge after a Workspace deletion (its last state `prev_value`).
-
-    Only Workspaces that went through termination (deletionTimestamp set) count: those deleted
-    with their parent's logical cluster were inside a tree that is gone already.
-    """
-    if prev_value is None:
-        return None
-    obj = orjson.loads(prev_value)
-    if not obj.get("metadata", {}).get("deletionTimestamp"):
-        return None
-    cluster = (obj.get("spec") or {}).get("cluster")
-    return cluster if isinstance(cluster, str) and cluster else None
-
-
 class Workspaces:
     """The lifecycle steps of Workspaces, called by the workspace controller."""
 
@@ -129,6 +117,30 @@ class Workspaces:
         self.resolver = resolver
         self.workspaces = reg.store(resolver.workspace_type)
         self.logical_clusters = reg.store(resolver.logical_cluster_type)
+        # Clusters of trees being deleted (-> when): their Workspaces go with them, unpurged.
+        self._deleting: dict[str, float] = {}
+
+    def _note_deleting(self, clusters: list[str]) -> None:
+        now = time.monotonic()
+        # Bounded in time: a tree's deletion events arrive within moments of its deletion.
+        for cluster in [c for c, when in self._deleting.items() if now - when > _DELETING_TTL]:
+            del self._deleting[cluster]
+        self._deleting.update(dict.fromkeys(clusters, now))
+
+    def to_purge(self, parent: str, prev_value: bytes | None) -> str | None:
+        """The logical cluster to purge after a Workspace in `parent` is gone (last state
+        `prev_value`), or None: Workspaces deleted with their parent's tree are gone already;
+        one that went through termination, or was deleted without minikcp's finalizer, is not.
+        """
+        if prev_value is None:
+            return None
+        obj = orjson.loads(prev_value)
+        cluster = (obj.get("spec") or {}).get("cluster")
+        if not isinstance(cluster, str) or not cluster:
+            return None
+        if obj.get("metadata", {}).get("deletionTimestamp") or parent not in self._deleting:
+            return cluster
+        return None
 
     async def ensure_root(self) -> None:
         """The root logical cluster's LogicalCluster: one object, written once per store."""
@@ -214,7 +226,9 @@ class Workspaces:
             except errors.StatusError as exc:
                 if exc.code != 404:
                     raise
-            deleted = await deletion.delete_tree(self.registry, self.resolver, child, keep_top=True)
+            deleted = await deletion.delete_tree(
+                self.registry, self.resolver, child, keep_top=True, found=self._note_deleting
+            )
             logger.info("workspace %s:%s deleted %d logical clusters", ctx.cluster, name, deleted)
 
         def drop_finalizer(current: dict[str, Any] | None) -> dict[str, Any]:
@@ -233,7 +247,7 @@ class Workspaces:
 
     async def purge(self, cluster: str) -> None:
         """After a Workspace is gone: whatever its logical cluster still holds goes too."""
-        await deletion.delete_tree(self.registry, self.resolver, cluster)
+        await deletion.delete_tree(self.registry, self.resolver, cluster, found=self._note_deleting)
 
     async def _set_phase(
         self,

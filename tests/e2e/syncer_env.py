@@ -97,12 +97,16 @@ def find(server: ServerProcess, cluster: str, *args: str) -> dict[str, Any] | No
 
 
 def target_ref(up: ServerProcess, cluster: str, name: str) -> translate.TargetRef:
-    st = get(up, cluster, "synctarget", name)
-    return translate.TargetRef(cluster=cluster, name=name, uid=st["metadata"]["uid"])
+    """A SyncTarget as locators name it: its logical cluster's name (a path resolves to it)."""
+    meta = get(up, cluster, "synctarget", name)["metadata"]
+    stable = meta["annotations"]["kcp.io/cluster"]
+    return translate.TargetRef(cluster=stable, name=name, uid=meta["uid"])
 
 
 def downstream_ns(up: ServerProcess, cluster: str, target: str, namespace: str = "default") -> str:
-    return translate.downstream_namespace(target_ref(up, cluster, target), cluster, namespace)
+    """The downstream namespace of `namespace` in the target's own logical cluster."""
+    ref = target_ref(up, cluster, target)
+    return translate.downstream_namespace(ref, ref.cluster, namespace)
 
 
 def down_get(down: ServerProcess, namespace: str, *args: str) -> dict[str, Any] | None:

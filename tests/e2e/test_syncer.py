@@ -518,3 +518,32 @@ def test_custom_resources_sync_where_the_target_serves_them(
     assert finalizers == [env.target_ref(up, cluster, "east").finalizer]
     up.kubectl("delete", "widget", "w1", "--timeout=30s", cluster=cluster)
     assert env.down_get(east, ns, "widgets", "w1") is None
+
+
+def test_logical_cluster_deleted(
+    up: ServerProcess, downs: tuple[ServerProcess, ServerProcess], cluster: str
+) -> None:
+    """A workspace with a SyncTarget and workloads is deleted: what was synced goes too."""
+    east, _ = downs
+    workspace = {
+        "apiVersion": "tenancy.kcp.io/v1alpha1",
+        "kind": "Workspace",
+        "metadata": {"name": cluster},
+    }
+    up.kubectl("apply", "-f", "-", input=json.dumps(workspace))
+    up.kubectl(
+        "wait", "--for=jsonpath={.status.phase}=Ready", f"workspace/{cluster}", "--timeout=30s"
+    )
+    path = f"root:{cluster}"
+    env.attach(up, path, "inner", east)
+    up.kubectl("create", "configmap", "settings", cluster=path)
+    up.kubectl("create", "deployment", "web", "--image=nginx", cluster=path)
+    ns = env.downstream_ns(up, path, "inner")
+    env.eventually(lambda: env.down_get(east, ns, "configmap", "settings"), what="synced")
+    env.eventually(lambda: env.down_get(east, ns, "deployment", "web"), what="synced")
+    up.kubectl("delete", "workspace", cluster, "--timeout=60s")
+    env.eventually(
+        lambda: env.find(east, "root", "namespace", ns) is None,
+        timeout=30,
+        what="the downstream namespace removed",
+    )

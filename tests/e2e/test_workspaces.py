@@ -297,3 +297,41 @@ def test_bad_input(shell: WorkspaceShell, server: server_process.ServerProcess) 
     assert shell.kubectl("ws", ".", "--short").stdout.count(":") == 15
     deeper = shell.kubectl("ws", "create", "d16", check=False)
     assert "would be deeper than 16 segments" in deeper.stderr
+
+
+def test_workspace_deleted_without_its_finalizer_leaves_nothing(
+    shell: WorkspaceShell, server: server_process.ServerProcess
+) -> None:
+    shell.kubectl("ws", "create", "stripped", "--enter")
+    shell.kubectl("ws", "create", "inner", "--enter")
+    shell.kubectl("create", "configmap", "left")
+    shell.kubectl("ws", "root")
+    clusters = []
+    for path in ("root:stripped", "root:stripped:inner"):
+        status, _, body = server.request(
+            "GET", f"/clusters/{path}/apis/core.kcp.io/v1alpha1/logicalclusters/cluster"
+        )
+        assert status == 200
+        clusters.append(json.loads(body)["metadata"]["annotations"]["kcp.io/cluster"])
+    # Without minikcp's finalizer the Workspace goes at once; its logical clusters follow.
+    shell.kubectl(
+        "patch", "workspace", "stripped", "--type=merge", "-p", '{"metadata":{"finalizers":null}}'
+    )
+    shell.kubectl("delete", "workspace", "stripped")
+
+    def emptied() -> bool:
+        for resource in ("configmaps", "logicalclusters.core.kcp.io"):
+            _, _, body = server.request(
+                "GET",
+                "/clusters/*/api/v1/configmaps"
+                if resource == "configmaps"
+                else "/clusters/*/apis/core.kcp.io/v1alpha1/logicalclusters",
+            )
+            left = {
+                i["metadata"]["annotations"]["kcp.io/cluster"] for i in json.loads(body)["items"]
+            }
+            if left & set(clusters):
+                return False
+        return True
+
+    eventually(emptied, what="the stripped workspace's logical clusters to be purged")

@@ -1,0 +1,86 @@
+"""Path resolution over a real in-process registry: caches fill only when used and empty again
+when the workspaces behind them are deleted."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from minikcp.controllers import workspaces as workspace_controller
+from minikcp.machinery import errors
+from minikcp.registry import registry
+from minikcp.registry.objects import RequestContext, WriteOptions
+from minikcp.tenancy import workspaces
+from minikcp.tenancy.resolver import ClusterResolver
+from storage import hub, sqlite
+
+
+@pytest.fixture
+async def tenancy(tmp_path: Path) -> AsyncIterator[tuple[registry.Registry, ClusterResolver]]:
+    store = await sqlite.SqliteStorage.open(tmp_path / "store.db", compact_interval=None)
+    watch_hub = hub.WatchHub(store, start_revision=await store.current_revision())
+    tasks = [asyncio.create_task(watch_hub.run())]
+    try:
+        reg = await registry.Registry.open(store, watch_hub)
+        resolver, lifecycle = workspaces.install(reg, "https://example.test")
+        tasks.append(asyncio.create_task(resolver.run()))
+        tasks.append(asyncio.create_task(workspace_controller.WorkspaceController(lifecycle).run()))
+        yield reg, resolver
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await store.close()
+
+
+async def _until(check: Callable[[], Awaitable[bool]]) -> None:
+    async with asyncio.timeout(10):
+        while not await check():
+            await asyncio.sleep(0.01)
+
+
+async def _create(reg: registry.Registry, rt: Any, cluster: str, name: str) -> dict[str, Any]:
+    body = {"apiVersion": rt.api_version, "kind": rt.kind, "metadata": {"name": name}}
+    created = await reg.store(rt).create(RequestContext(cluster=cluster), "", body, WriteOptions())
+    return created.copy()
+
+
+async def test_caches_fill_on_use_and_empty_on_deletion(
+    tenancy: tuple[registry.Registry, ClusterResolver],
+) -> None:
+    reg, resolver = tenancy
+    ws = resolver.workspace_type
+    org = await _create(reg, ws, "root", "org")
+    assert org["spec"]["URL"] == "https://example.test/clusters/root:org"
+    team = await _create(reg, ws, org["spec"]["cluster"], "team")
+    assert team["spec"]["URL"] == "https://example.test/clusters/root:org:team"
+    mine = {org["spec"]["cluster"], team["spec"]["cluster"]}
+
+    assert await resolver.resolve("root:org:team") == team["spec"]["cluster"]
+    assert await resolver.resolve("root:org") == org["spec"]["cluster"]
+    assert await resolver.resolve("team-a") == "team-a"  # a name is used as it is
+    assert mine <= resolver.cached_clusters()
+    assert "team-a" not in resolver.cached_clusters()
+
+    store = reg.store(ws)
+    await store.delete(RequestContext(cluster="root"), "", "org", {}, WriteOptions())
+
+    async def gone() -> bool:
+        return await store.find(RequestContext(cluster="root"), "", "org") is None
+
+    await _until(gone)
+
+    async def forgotten() -> bool:
+        return not mine & resolver.cached_clusters()
+
+    await _until(forgotten)
+    with pytest.raises(errors.StatusError) as missing:
+        await resolver.resolve("root:org:team")
+    assert missing.value.code == 404
+    assert str(missing.value) == 'workspaces.tenancy.kcp.io "root:org:team" not found'
+    stored, _ = await reg.scan(ws, team["spec"]["cluster"])
+    assert stored == []
