@@ -8,6 +8,8 @@ small Roles, one to `edit`). The rounds alternate between the two identities, wi
 The clients share the machine's cores with the server, so compare the columns, not the totals;
 the server's own handling time per request (`--server-timing`) is printed as well, as it does not
 depend on how busy the clients keep the CPU.
+Last, one authorization decision is timed in-process for both identities (the same code, over a
+store of the bench's own), which shows the authorizer's share without any HTTP noise.
 Run: python bench/auth_bench.py [--clients 32] [--objects 2000] [--rounds 5]
 """
 
@@ -18,7 +20,9 @@ import asyncio
 import statistics
 import sys
 import tempfile
+import time
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 import orjson
@@ -26,6 +30,10 @@ import orjson
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.api_bench import _run_concurrent
+from minikcp.auth import authorizer
+from minikcp.machinery import request_info, users
+from minikcp.registry import objects, registry
+from storage import hub, sqlite
 from tests import server_process
 
 CLUSTER = "authbench"
@@ -33,53 +41,76 @@ NAMESPACE = "work"
 USER_TOKEN = "bench-user-token"
 
 
+def _policy_objects(bindings: int) -> list[tuple[str, str, dict[str, Any]]]:
+    """(resource, namespace, object): the namespace, workspace access and the RoleBindings."""
+    ref = {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole"}
+    subject = [{"kind": "User", "name": "bench-user"}]
+    out: list[tuple[str, str, dict[str, Any]]] = [
+        ("namespaces", "", {"metadata": {"name": NAMESPACE}}),
+        (
+            "clusterrolebindings",
+            "",
+            {
+                "metadata": {"name": "bench-access"},
+                "roleRef": {**ref, "name": "system:kcp:workspace:access"},
+                "subjects": subject,
+            },
+        ),
+    ]
+    for i in range(bindings - 1):
+        rule = {"apiGroups": [f"g{i}.example.com"], "resources": ["things"], "verbs": ["get"]}
+        role: dict[str, Any] = {"metadata": {"name": f"role-{i}"}, "rules": [rule]}
+        binding: dict[str, Any] = {
+            "metadata": {"name": f"binding-{i}"},
+            "roleRef": {**ref, "kind": "Role", "name": f"role-{i}"},
+            "subjects": subject,
+        }
+        out += [("roles", NAMESPACE, role), ("rolebindings", NAMESPACE, binding)]
+    edit = {"metadata": {"name": "binding-edit"}, "roleRef": {**ref, "name": "edit"}}
+    out.append(("rolebindings", NAMESPACE, {**edit, "subjects": subject}))
+    return out
+
+
 async def _setup(session: aiohttp.ClientSession, base: str, bindings: int) -> None:
-    async def post(path: str, body: dict[str, object]) -> None:
-        async with session.post(base + path, data=orjson.dumps(body)) as r:
+    for resource, namespace, body in _policy_objects(bindings):
+        group = "/api/v1" if resource == "namespaces" else "/apis/rbac.authorization.k8s.io/v1"
+        scope = f"/namespaces/{namespace}" if namespace else ""
+        async with session.post(f"{base}{group}{scope}/{resource}", data=orjson.dumps(body)) as r:
             assert r.status == 201, await r.text()
 
-    rbac = "/apis/rbac.authorization.k8s.io/v1"
-    await post("/api/v1/namespaces", {"metadata": {"name": NAMESPACE}})
-    await post(
-        f"{rbac}/clusterrolebindings",
-        {
-            "metadata": {"name": "bench-access"},
-            "roleRef": {
-                "apiGroup": "rbac.authorization.k8s.io",
-                "kind": "ClusterRole",
-                "name": "system:kcp:workspace:access",
-            },
-            "subjects": [{"kind": "User", "name": "bench-user"}],
-        },
-    )
-    for i in range(bindings):
-        last = i == bindings - 1
-        if not last:
-            await post(
-                f"{rbac}/namespaces/{NAMESPACE}/roles",
-                {
-                    "metadata": {"name": f"role-{i}"},
-                    "rules": [
-                        {
-                            "apiGroups": [f"g{i}.example.com"],
-                            "resources": ["things"],
-                            "verbs": ["get"],
-                        }
-                    ],
-                },
-            )
-        await post(
-            f"{rbac}/namespaces/{NAMESPACE}/rolebindings",
-            {
-                "metadata": {"name": f"binding-{i}"},
-                "roleRef": {
-                    "apiGroup": "rbac.authorization.k8s.io",
-                    "kind": "ClusterRole" if last else "Role",
-                    "name": "edit" if last else f"role-{i}",
-                },
-                "subjects": [{"kind": "User", "name": "bench-user"}],
-            },
-        )
+
+async def _decision_cost(tmp: Path, bindings: int, repeat: int = 50_000) -> dict[str, float]:
+    """Microseconds per authorization decision, in-process (the same registry and authorizer code
+    on a SQLite store of its own): free of the HTTP noise of a shared machine."""
+    store = await sqlite.SqliteStorage.open(tmp / "policy.db", compact_interval=None)
+    watch_hub = hub.WatchHub(store, start_revision=await store.current_revision())
+    hub_task = asyncio.create_task(watch_hub.run())
+    try:
+        reg = await registry.Registry.open(store, watch_hub)
+        ctx = objects.RequestContext(cluster=CLUSTER)
+        for resource, namespace, body in _policy_objects(bindings):
+            group = "" if resource == "namespaces" else "rbac.authorization.k8s.io"
+            rt = reg.catalog.by_resource(group, "v1", resource)
+            assert rt is not None
+            await reg.store(rt).create(ctx, namespace, dict(body), objects.WriteOptions())
+        path = f"/clusters/{CLUSTER}/api/v1/namespaces/{NAMESPACE}/configmaps/cm-1"
+        info = request_info.parse("GET", path, watch_param=False)
+        identities = {
+            "admin": users.UserInfo("kcp-admin", ("system:masters", "system:authenticated")),
+            "user": users.UserInfo("bench-user", ("system:authenticated",), uid="bench-uid"),
+        }
+        cost = {}
+        for who, user in identities.items():
+            assert (await reg.policy.authorize(authorizer.attributes(info, user, {}))).allowed
+            start = time.perf_counter()
+            for _ in range(repeat):
+                await reg.policy.authorize(authorizer.attributes(info, user, {}))
+            cost[who] = (time.perf_counter() - start) / repeat * 1e6
+        return cost
+    finally:
+        hub_task.cancel()
+        await asyncio.gather(hub_task, return_exceptions=True)
+        await store.close()
 
 
 def _handler_ms(response: aiohttp.ClientResponse) -> float:
@@ -179,6 +210,10 @@ def main() -> None:
         )
         try:
             asyncio.run(bench(server, args.clients, args.objects, args.rounds))
+            cost = asyncio.run(_decision_cost(Path(tmp), bindings=100))
+            print("# one authorization decision in-process (microseconds), of the get above")
+            extra = cost["user"] - cost["admin"]
+            print(f"{'authorize':11s} {cost['admin']:15.1f} {cost['user']:24.1f} {extra:+8.1f} us")
         finally:
             server.stop()
 

@@ -67,6 +67,8 @@ class Syncer:
         # Placement-relevant metadata of upstream namespaces, to react to changes only.
         self._namespace_marks: dict[tuple[str, str], tuple[Any, ...]] = {}
         self._watched: set[str] = set()
+        # The kubeconfig Secret of each running target: a new kubeconfig restarts the worker.
+        self._secret_refs: dict[tuple[str, str, str], tuple[str, str]] = {}
 
     # -- the Context of reconcile ---------------------------------------------------------------
 
@@ -175,10 +177,22 @@ class Syncer:
             workers = self.workers_for(obj.cluster)
             if workers and s.name == reconcile.DEPLOYMENTS:
                 self._hand_over(obj.cluster, namespace)
+            target = self._secret_refs.get((obj.cluster, namespace, meta.get("name", "")))
+            if target is not None and kind != watching.DELETED:
+                await self._kubeconfig_changed(target)
             for w in workers:
                 w.enqueue(key)
 
         return handle
+
+    async def _kubeconfig_changed(self, target: tuple[str, str]) -> None:
+        rt = self.registry.catalog.by_resource(*SYNC_TARGET)
+        assert rt is not None
+        current = await self.registry.store(rt).find(
+            RequestContext(cluster=target[0]), "", target[1]
+        )
+        if current is not None:
+            await self._on_sync_target(watching.MODIFIED, current)
 
     def _hand_over(self, cluster: str, namespace: str) -> None:
         """In a logical cluster served by sync targets, Deployment status comes from downstream
@@ -333,11 +347,16 @@ class Syncer:
             name=f"sync-target-{key[0]}-{key[1]}",
         )
         self._running[key] = _Running(worker, task, fingerprint)
+        ref_spec = spec.get("kubeconfigSecretRef") or {}
+        secret = (obj.cluster, ref_spec.get("namespace", ""), ref_spec.get("name", ""))
+        self._secret_refs = {k: v for k, v in self._secret_refs.items() if v != key}
+        self._secret_refs[secret] = key
         logger.info("sync target %s|%s started (%s)", key[0], key[1], conn.server)
         await self.enqueue_all([worker])
 
     async def _stop(self, key: tuple[str, str], *, close: bool = True) -> None:
         running = self._running.pop(key, None)
+        self._secret_refs = {k: v for k, v in self._secret_refs.items() if v != key}
         if running is None:
             return
         for task in (running.detaching, running.task):

@@ -31,8 +31,6 @@ APPLIED_HASH_ANNOTATION = "workload.minikcp.io/applied-hash"
 FINALIZER_PREFIX = "workload.kcp.io/syncer-"
 # Upstream Deployments: the replicas each target runs, so a scale moves only the difference.
 SPLIT_ANNOTATION = "workload.minikcp.io/replica-split"
-# Upstream Deployments: what each target reports, for humans (status itself is the summary).
-TARGET_STATUS_ANNOTATION = "workload.minikcp.io/target-status"
 CLUSTER_ANNOTATION = "kcp.io/cluster"
 
 # Metadata the downstream server owns or that only makes sense upstream.
@@ -53,7 +51,6 @@ _STRIPPED_ANNOTATIONS = frozenset(
     {
         CLUSTER_ANNOTATION,
         SPLIT_ANNOTATION,
-        TARGET_STATUS_ANNOTATION,
         "kubectl.kubernetes.io/last-applied-configuration",
         "deployment.kubernetes.io/revision",
         "deployment.kubernetes.io/revision-history",

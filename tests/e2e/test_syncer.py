@@ -547,3 +547,39 @@ def test_logical_cluster_deleted(
         timeout=30,
         what="the downstream namespace removed",
     )
+
+
+def test_attach_again_with_new_credentials(
+    up: ServerProcess,
+    downs: tuple[ServerProcess, ServerProcess],
+    cluster: str,
+    tmp_path: Path,
+) -> None:
+    """`attach` again replaces the kubeconfig: the worker reconnects with the new credentials."""
+    east, _ = downs
+    admin = env.load_kubeconfig(east.admin_kubeconfig)
+    wrong = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "current-context": "c",
+        "clusters": [c for c in admin["clusters"] if c["name"] == "root"],
+        "contexts": [{"name": "c", "context": {"cluster": "root", "user": "u"}}],
+        "users": [{"name": "u", "user": {"token": "not-a-valid-token"}}],
+    }
+    path = tmp_path / "wrong.kubeconfig"
+    path.write_text(json.dumps(wrong))
+    args = ("--cluster", cluster, "--root-dir", str(up.root))
+    assert env.minikcp("attach", "rotated", "--kubeconfig", str(path), *args).returncode == 0
+    up.kubectl(
+        "wait",
+        "--for=condition=Ready=False",
+        "synctarget/rotated",
+        "--timeout=30s",
+        cluster=cluster,
+    )
+    st = env.get(up, cluster, "synctarget", "rotated")
+    assert "401" in env.condition(st, "Ready").get("message", "")
+    env.attach(up, cluster, "rotated", east)  # waits for Ready
+    up.kubectl("create", "configmap", "after", cluster=cluster)
+    ns = env.downstream_ns(up, cluster, "rotated")
+    env.eventually(lambda: env.down_get(east, ns, "configmap", "after"), what="synced")

@@ -458,3 +458,21 @@ def test_a_bad_rollout_delay_is_a_usage_error(tmp_path: Path, delay: str) -> Non
     assert result.returncode == 2
     assert "--rollout-delay" in result.stderr
     assert not (tmp_path / "data.db").exists()
+
+
+def test_a_finished_rollout_is_left_alone(kubectl: Kubectl) -> None:
+    """No hot loop: once rolled out, nothing is written again (resourceVersions stay)."""
+    kubectl("create", "deployment", "quiet", "--image=nginx", "--replicas=2")
+    kubectl("rollout", "status", "deployment/quiet", "--timeout=30s")
+
+    def versions() -> dict[str, str]:
+        found = {}
+        for resource in ("deployments", "replicasets", "pods"):
+            for obj in items(kubectl, resource, "app=quiet"):
+                found[f"{resource}/{obj['metadata']['name']}"] = obj["metadata"]["resourceVersion"]
+        return found
+
+    before = versions()
+    assert len(before) == 4  # the Deployment, its ReplicaSet, two pods
+    time.sleep(DELAY * 2.5)
+    assert versions() == before
