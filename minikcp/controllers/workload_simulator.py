@@ -24,12 +24,13 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from minikcp.controllers import deployment_pass, informer, replica_set_pass, rollout, work_queue
+from minikcp.controllers import deployment_pass, informer, replica_set_pass, rollout
 from minikcp.controllers.pod_lifecycle import SimulatorOptions
 from minikcp.controllers.workload_objects import WorkloadObjects
 from minikcp.machinery import errors
 from minikcp.registry import registry
 from minikcp.registry.objects import RequestContext, StoredObject
+from minikcp.runtime.work_queue import ShutDown, WorkQueue
 
 logger = logging.getLogger(__name__)
 
@@ -47,7 +48,8 @@ class WorkloadSimulator:
 
     def __init__(self, reg: registry.Registry, options: SimulatorOptions) -> None:
         self._options = options
-        self._queue: work_queue.WorkQueue[Key] = work_queue.WorkQueue()
+        # Logical clusters take turns: one busy cluster does not hold up the others.
+        self._queue: WorkQueue[Key] = WorkQueue(lambda key: key[1], base_delay=0.05)
         self._objects = WorkloadObjects(
             reg,
             on_deployment=self._deployment_changed,
@@ -120,7 +122,7 @@ class WorkloadSimulator:
         while True:
             try:
                 key = await self._queue.get()
-            except work_queue.ShutDown:
+            except ShutDown:
                 return
             try:
                 await self._sync(key)

@@ -23,6 +23,7 @@ from minikcp.registry import registry as upstream_registry
 from minikcp.registry import store as upstream_store
 from minikcp.registry import watching
 from minikcp.registry.objects import RequestContext, StoredObject
+from minikcp.runtime import supervise
 from minikcp.syncer import client as downstream
 from minikcp.syncer import (
     detach,
@@ -30,7 +31,6 @@ from minikcp.syncer import (
     placement,
     reconcile,
     resources,
-    supervise,
     translate,
 )
 from minikcp.syncer.target import ItemKey, Settings, TargetWorker

@@ -15,12 +15,18 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from minikcp.runtime import supervise
+from minikcp.runtime.work_queue import ShutDown, WorkQueue
 from minikcp.syncer import client as downstream
-from minikcp.syncer import informer, resources, supervise, translate, workqueue
+from minikcp.syncer import informer, resources, translate
 
 logger = logging.getLogger(__name__)
 
 ItemKey = tuple[str, str, str, str]  # (resource name, logical cluster, namespace, name)
+
+
+def _cluster_of(key: ItemKey) -> str:
+    return key[1]
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,17 +80,16 @@ class TargetWorker:
         self.serves = serves
         self.deleting = False
         self.health = Health()
-        self.queue: workqueue.WorkQueue[ItemKey] = workqueue.WorkQueue(
-            max_delay=settings.max_backoff
-        )
+        # Logical clusters take turns: one busy cluster does not hold up the others.
+        self.queue: WorkQueue[ItemKey] = WorkQueue(_cluster_of, max_delay=settings.max_backoff)
         self.errors: dict[ItemKey, str] = {}  # per key: why it is not synced (shown upstream)
         self.leftovers: set[ItemKey] = set()  # deletions given up on while unreachable
         self._reconcile = reconcile
         self._on_health = on_health
         self._collect = collect
         self._status_up = status_up
-        self.status_queue: workqueue.WorkQueue[ItemKey] = workqueue.WorkQueue(
-            max_delay=settings.max_backoff
+        self.status_queue: WorkQueue[ItemKey] = WorkQueue(
+            _cluster_of, max_delay=settings.max_backoff
         )
         selector = f"{translate.TARGET_LABEL}={ref.key}"
         self.informers: dict[str, informer.Informer] = {
@@ -112,7 +117,7 @@ class TargetWorker:
     # -- events ---------------------------------------------------------------------------------
 
     def enqueue(self, key: ItemKey) -> None:
-        self.queue.add(key[1], key)
+        self.queue.add(key)
 
     def _handler(self, resource: str) -> informer.Handler:
         def handle(kind: str, new: dict[str, Any] | None, old: dict[str, Any] | None) -> None:
@@ -123,7 +128,7 @@ class TargetWorker:
             if resource == "deployments.apps":
                 # Status goes up on its own queue: it writes upstream only, so it does not
                 # wait behind downstream writes held by the rate limit.
-                self.status_queue.add(key[1], key)
+                self.status_queue.add(key)
             # Status-only churn downstream needs no spec write.
             if (
                 kind == "MODIFIED"
@@ -182,38 +187,44 @@ class TargetWorker:
 
     async def _work(self) -> None:
         while True:
-            _, key = await self.queue.get()
+            try:
+                key = await self.queue.get()
+            except ShutDown:
+                return
             try:
                 requeue = await self._reconcile(self, key)
             except asyncio.CancelledError:
                 raise
             except (downstream.Unreachable, downstream.DownstreamError) as exc:
                 self.errors[key] = str(exc)
-                delay = self.queue.retry(key)
+                delay = self.queue.add_rate_limited(key)
                 logger.debug("sync %s to %s: %s (retry in %.1fs)", key, self.name, exc, delay)
             except Exception as exc:
                 # A bug or an upstream error: keep the worker alive, retry with backoff.
                 self.errors[key] = str(exc)
-                delay = self.queue.retry(key)
+                delay = self.queue.add_rate_limited(key)
                 logger.warning(
                     "sync %s to %s failed: %r (retry in %.1fs)", key, self.name, exc, delay
                 )
             else:
                 self.queue.forget(key)
                 if requeue:
-                    self.queue.add_after(key[1], key, float(requeue))
+                    self.queue.add_after(key, float(requeue))
             finally:
                 self.queue.done(key)
 
     async def _status_work(self) -> None:
         while True:
-            _, key = await self.status_queue.get()
+            try:
+                key = await self.status_queue.get()
+            except ShutDown:
+                return
             try:
                 await self._status_up(key)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
-                delay = self.status_queue.retry(key)
+                delay = self.status_queue.add_rate_limited(key)
                 logger.warning(
                     "status of %s from %s: %r (retry in %.1fs)", key, self.name, exc, delay
                 )

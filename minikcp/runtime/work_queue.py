@@ -1,28 +1,39 @@
-"""A deduplicating work queue with per-item exponential backoff and fair turns per tenant.
+"""A deduplicating work queue with delayed adds, per-key back-off and fair turns per tenant.
 
-As client-go's workqueue: a key queued twice is processed once; a key is never processed by two
-workers at once (one added while it is processed runs again afterwards); failures back off
-exponentially per key until `forget`. Keys belong to a tenant (a logical cluster) and tenants
-take turns, so a burst from one logical cluster cannot starve another (CAPN's fair queue).
+As client-go's workqueue: a key waits in the queue at most once; a key being processed is never
+handed to a second worker, and one added meanwhile is queued again when the first worker is
+done; failures back off exponentially per key until `forget`. Its size is bounded by the number
+of distinct keys. Every key belongs to a tenant (a logical cluster) and tenants take turns, so a
+burst from one logical cluster cannot starve another (CAPN's fair queue).
 """
 
 from __future__ import annotations
 
 import asyncio
 import collections
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from typing import Generic, TypeVar
 
 K = TypeVar("K", bound=Hashable)
 
 
+class ShutDown(Exception):
+    """The queue was closed: workers stop."""
+
+
 class WorkQueue(Generic[K]):
-    def __init__(self, *, base_delay: float = 0.005, max_delay: float = 30.0) -> None:
+    def __init__(
+        self,
+        tenant_of: Callable[[K], str],
+        *,
+        base_delay: float = 0.005,
+        max_delay: float = 30.0,
+    ) -> None:
         self.base_delay = base_delay
         self.max_delay = max_delay
+        self._tenant_of = tenant_of
         self._queues: dict[str, collections.deque[K]] = {}
         self._turns: collections.deque[str] = collections.deque()
-        self._tenant: dict[K, str] = {}
         self._queued: set[K] = set()
         self._processing: set[K] = set()
         self._dirty: set[K] = set()
@@ -32,16 +43,18 @@ class WorkQueue(Generic[K]):
         self._closed = False
 
     def __len__(self) -> int:
+        """Keys waiting for a worker (not those being processed or waiting for a timer)."""
         return len(self._queued)
 
     @property
     def delayed(self) -> int:
         return len(self._delayed)
 
-    def add(self, tenant: str, key: K) -> None:
+    def add(self, key: K) -> None:
+        """Queue `key` now. A timer pending for it is dropped: the run this add causes decides
+        again when the key is next due (handlers are level-based)."""
         if self._closed:
             return
-        self._tenant[key] = tenant
         handle = self._delayed.pop(key, None)
         if handle is not None:
             handle.cancel()
@@ -51,6 +64,7 @@ class WorkQueue(Generic[K]):
         if key in self._queued:
             return
         self._queued.add(key)
+        tenant = self._tenant_of(key)
         queue = self._queues.get(tenant)
         if queue is None:
             queue = self._queues[tenant] = collections.deque()
@@ -58,52 +72,58 @@ class WorkQueue(Generic[K]):
         queue.append(key)
         self._wakeup.set()
 
-    def add_after(self, tenant: str, key: K, delay: float) -> None:
-        """Queue `key` after `delay` seconds (sooner if it is added meanwhile)."""
+    def add_after(self, key: K, delay: float) -> None:
+        """Queue `key` after `delay` seconds, unless it is queued or due earlier already."""
         if self._closed or key in self._queued:
             return
         if delay <= 0:
-            self.add(tenant, key)
+            self.add(key)
             return
-        old = self._delayed.get(key)
         loop = asyncio.get_running_loop()
         when = loop.time() + delay
+        old = self._delayed.get(key)
         if old is not None:
             if old.when() <= when:
                 return
             old.cancel()
-        self._delayed[key] = loop.call_at(when, self._fire, tenant, key)
+        self._delayed[key] = loop.call_at(when, self._fire, key)
 
-    def _fire(self, tenant: str, key: K) -> None:
+    def _fire(self, key: K) -> None:
         self._delayed.pop(key, None)
-        self.add(tenant, key)
+        self.add(key)
 
-    def retry(self, key: K) -> float:
-        """Queue `key` again after its next backoff delay; returns that delay."""
+    def add_rate_limited(self, key: K) -> float:
+        """Queue `key` after a back-off that doubles with its consecutive failures (capped);
+        returns that delay."""
         failures = self._failures.get(key, 0)
         self._failures[key] = failures + 1
         delay = min(self.base_delay * float(2 ** min(failures, 60)), self.max_delay)
-        self.add_after(self._tenant.get(key, ""), key, delay)
+        self.add_after(key, delay)
         return delay
 
     def failures(self, key: K) -> int:
         return self._failures.get(key, 0)
 
     def forget(self, key: K) -> None:
+        """The key succeeded: its back-off starts over."""
         self._failures.pop(key, None)
 
     def retry_now(self) -> None:
-        """Everything waiting for a backoff runs now, with fresh backoff (a target came back)."""
+        """Everything waiting for a timer runs now, with fresh back-off (a target came back)."""
         self._failures.clear()
         for key, handle in list(self._delayed.items()):
             handle.cancel()
             del self._delayed[key]
-            self.add(self._tenant.get(key, ""), key)
+            self.add(key)
 
-    async def get(self) -> tuple[str, K]:
-        """The next key, taking tenants in turn; the caller must call `done(key)`."""
+    async def get(self) -> K:
+        """The next key, taking tenants in turn; the caller must call `done(key)`.
+
+        Raises `ShutDown` once the queue is closed."""
         while True:
-            while self._turns:
+            if self._closed:
+                raise ShutDown
+            if self._turns:
                 tenant = self._turns.popleft()
                 queue = self._queues[tenant]
                 key = queue.popleft()
@@ -113,9 +133,7 @@ class WorkQueue(Generic[K]):
                     del self._queues[tenant]
                 self._queued.discard(key)
                 self._processing.add(key)
-                return tenant, key
-            if self._closed:
-                raise asyncio.CancelledError
+                return key
             self._wakeup.clear()
             await self._wakeup.wait()
 
@@ -123,13 +141,16 @@ class WorkQueue(Generic[K]):
         self._processing.discard(key)
         if key in self._dirty:
             self._dirty.discard(key)
-            self.add(self._tenant.get(key, ""), key)
-        elif key not in self._queued and key not in self._delayed:
-            self._tenant.pop(key, None)
+            self.add(key)
 
     def close(self) -> None:
+        """Cancel every timer, drop what is queued and stop the workers."""
         self._closed = True
         for handle in self._delayed.values():
             handle.cancel()
         self._delayed.clear()
+        self._queues.clear()
+        self._turns.clear()
+        self._queued.clear()
+        self._dirty.clear()
         self._wakeup.set()
