@@ -363,10 +363,11 @@ def apply_defaults(rt: ResourceType, obj: dict[str, Any]) -> bool:
     compiled_schema = _compiled(rt)
     if not compiled_schema.has_defaults:
         return False
-    return _default(compiled_schema.schema, obj)
+    return apply_structural_defaults(compiled_schema.schema, obj)
 
 
-def _default(schema: Obj, value: Any) -> bool:
+def apply_structural_defaults(schema: Obj, value: Any) -> bool:
+    """apiextensions' defaulting of a structural schema, in place; whether anything changed."""
     changed = False
     if isinstance(value, dict):
         props = schema.get("properties")
@@ -380,14 +381,14 @@ def _default(schema: Obj, value: Any) -> bool:
                     value[key] = orjson.loads(orjson.dumps(sub["default"]))
                     changed = True
                 if key in value:
-                    changed = _default(sub, value[key]) or changed
+                    changed = apply_structural_defaults(sub, value[key]) or changed
         extra = schema.get("additionalProperties")
         if isinstance(extra, Mapping):
             for sub_value in value.values():
-                changed = _default(extra, sub_value) or changed
+                changed = apply_structural_defaults(extra, sub_value) or changed
     elif isinstance(value, list):
         items = schema.get("items")
         if isinstance(items, Mapping):
             for item in value:
-                changed = _default(items, item) or changed
+                changed = apply_structural_defaults(items, item) or changed
     return changed

@@ -13,7 +13,6 @@ differ from the manifest's). Per-kind behaviour (status, controllers) lives in a
 
 from __future__ import annotations
 
-import copy
 import functools
 import importlib.resources
 from collections.abc import Mapping, Sequence
@@ -185,24 +184,3 @@ def _by_group_kind() -> Mapping[tuple[str, str], KcpKind]:
 
 def kind_of(group: str, kind: str) -> KcpKind | None:
     return _by_group_kind().get((group, kind))
-
-
-def apply_schema_defaults(schema: Schema, value: Any) -> None:
-    """Structural defaulting as apiextensions does it: absent fields with a `default` get it."""
-    if isinstance(value, dict):
-        properties = schema.get("properties")
-        if isinstance(properties, Mapping):
-            for name, sub in properties.items():
-                if name not in value and isinstance(sub, Mapping) and "default" in sub:
-                    value[name] = copy.deepcopy(sub["default"])
-                if name in value and isinstance(sub, Mapping) and "$ref" not in sub:
-                    apply_schema_defaults(sub, value[name])
-        extra = schema.get("additionalProperties")
-        if isinstance(extra, Mapping):
-            for item in value.values():
-                apply_schema_defaults(extra, item)
-    elif isinstance(value, list):
-        items = schema.get("items")
-        if isinstance(items, Mapping):
-            for item in value:
-                apply_schema_defaults(items, item)

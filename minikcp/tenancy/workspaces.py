@@ -6,6 +6,10 @@ Initializing and kcp's finalizer. `initialize` then creates the child's LogicalC
 (annotated with its path) and marks the Workspace Ready. `terminate` (once the Workspace is being
 deleted) marks it Terminating, deletes the child and every descendant logical cluster by storage
 prefix (`deletion.py`), and drops the finalizer, which completes the deletion.
+
+As in kcp, whoever creates a Workspace (unless in system:masters, who may reach every cluster
+anyway) is recorded in its owner annotation and becomes cluster-admin of the new logical cluster
+through a ClusterRoleBinding `workspace-admin` written there before the Workspace is Ready.
 """
 
 from __future__ import annotations
@@ -34,6 +38,9 @@ _TERMINAL = (TERMINATING, "Deleting")
 _MANAGER = "minikcp-workspaces"
 _STATUS_OPTS = WriteOptions(field_manager=_MANAGER)
 _DELETING_TTL = 300.0
+OWNER_ANNOTATION = "experimental.tenancy.kcp.io/owner"  # kcp's ExperimentalWorkspaceOwner...
+OWNER_BINDING = "workspace-admin"
+_MASTERS = "system:masters"
 
 
 def _status_phase(obj: Mapping[str, Any]) -> str:
@@ -81,6 +88,13 @@ class WorkspaceAdmission(admission.Admission):
         spec["URL"] = f"{self._base_url}/clusters/{path}"
         self._resolver.remember_path(spec["cluster"], path)
         obj["status"] = {"phase": INITIALIZING}
+        if _MASTERS not in ctx.user.groups:
+            # Only system:masters may name an owner other than themselves.
+            owner = {"username": ctx.user.name, "groups": list(ctx.user.groups)}
+            annotations = meta.get("annotations")
+            if not isinstance(annotations, dict):
+                annotations = meta["annotations"] = {}
+            annotations[OWNER_ANNOTATION] = orjson.dumps(owner).decode()
         finalizers = meta.setdefault("finalizers", [])
         if FINALIZER not in finalizers:
             finalizers.append(FINALIZER)
@@ -117,6 +131,9 @@ class Workspaces:
         self.resolver = resolver
         self.workspaces = reg.store(resolver.workspace_type)
         self.logical_clusters = reg.store(resolver.logical_cluster_type)
+        bindings = reg.catalog.by_resource("rbac.authorization.k8s.io", "v1", "clusterrolebindings")
+        assert bindings is not None
+        self.cluster_role_bindings = reg.store(bindings)
         # Clusters of trees being deleted (-> when): their Workspaces go with them, unpurged.
         self._deleting: dict[str, float] = {}
 
@@ -194,6 +211,9 @@ class Workspaces:
             "uid": meta["uid"],
         }
         child_ctx = RequestContext(cluster=child)
+        owner_user = _owner_name(meta)
+        if owner_user:
+            await self._bind_owner(child_ctx, owner_user)
         # Created in its final state: minikcp's workspace types have no initializers.
         logical_cluster = self._logical_cluster(path, owner)
         logical_cluster["status"] = {"phase": READY, "URL": url}
@@ -208,6 +228,24 @@ class Workspaces:
                     self.logical_clusters, child_ctx, LOGICAL_CLUSTER_NAME, {"phase": READY}
                 )
         await self._set_phase(self.workspaces, ctx, meta["name"], READY, workspace)
+
+    async def _bind_owner(self, ctx: RequestContext, user: str) -> None:
+        binding = {
+            "apiVersion": self.cluster_role_bindings.rt.api_version,
+            "kind": self.cluster_role_bindings.rt.kind,
+            "metadata": {"name": OWNER_BINDING},
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "ClusterRole",
+                "name": "cluster-admin",
+            },
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}],
+        }
+        try:
+            await self.cluster_role_bindings.create(ctx, "", binding, WriteOptions())
+        except errors.StatusError as exc:
+            if exc.code != 409:  # a retried initialisation wrote it already
+                raise
 
     async def terminate(self, ctx: RequestContext, workspace: StoredObject) -> None:
         obj = workspace.stored_view()
@@ -278,6 +316,19 @@ class Workspaces:
         return await resource.guaranteed_update(
             ctx, "", name, mutate, _STATUS_OPTS, subresource="status", managed=False
         )
+
+
+def _owner_name(meta: Mapping[str, Any]) -> str:
+    """The user named by a Workspace's owner annotation, "" when there is none or it is bad."""
+    raw = (meta.get("annotations") or {}).get(OWNER_ANNOTATION)
+    if not isinstance(raw, str):
+        return ""
+    try:
+        owner = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return ""
+    name = owner.get("username") if isinstance(owner, dict) else None
+    return name if isinstance(name, str) else ""
 
 
 def install(reg: registry.Registry, base_url: str) -> tuple[ClusterResolver, Workspaces]:

@@ -7,16 +7,15 @@ One server for the module, started with a static token file. Tenants get client 
 from __future__ import annotations
 
 import subprocess
-import sys
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import orjson
 import pytest
 
 from tests import server_process
+from tests.e2e.tenants import Tenant, tenant
 from tests.server_process import ServerProcess
 
 pytestmark = pytest.mark.e2e
@@ -35,31 +34,6 @@ def auth_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProc
     code = proc.stop()
     assert code == 0, f"server exited with {code}:\n{proc.log()}"
     assert "Traceback" not in proc.log(), proc.log()
-
-
-@dataclass
-class Tenant:
-    server: ServerProcess
-    kubeconfig: Path
-
-    def kubectl(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-        return self.server.kubectl(*args, check=check, env={"KUBECONFIG": str(self.kubeconfig)})
-
-    def denied(self, *args: str) -> str:
-        result = self.kubectl(*args, check=False)
-        assert result.returncode != 0, result.stdout
-        return result.stderr.strip()
-
-
-def tenant(server: ServerProcess, user: str, cluster: str, groups: str = "") -> Tenant:
-    path = server.home / f"{user}-{cluster.replace(':', '_')}.kubeconfig"
-    args = ["kubeconfig", "--root-dir", str(server.root), "--user", user, "--cluster", cluster]
-    subprocess.run(
-        [sys.executable, "-m", "minikcp.cli.main", *args, "--groups", groups, "-o", str(path)],
-        check=True,
-        capture_output=True,
-    )
-    return Tenant(server, path)
 
 
 def _cluster() -> str:
