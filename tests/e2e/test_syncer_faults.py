@@ -1,10 +1,12 @@
 """Syncer fault tests with real processes: a target going away and coming back, minikcp restarted
-mid-rollout. Each test stops and restarts its own servers."""
+mid-rollout and mid-delete. Each test stops and restarts its own servers."""
 
 from __future__ import annotations
 
 import json
+import ssl
 import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -214,3 +216,66 @@ def _slow_web(replicas: int, *, ready_after: int) -> str:
             },
         }
     )
+
+
+def _down_events(down: ServerProcess, ns: str, resource: str, since: str) -> list[tuple[str, str]]:
+    """(type, name) of every watch event in a downstream namespace after resourceVersion `since`."""
+    ctx = ssl.create_default_context(cafile=str(down.root / "ca.crt"))
+    ctx.load_cert_chain(down.root / "admin.crt", down.root / "admin.key")
+    group = "/apis/apps/v1" if resource == "deployments" else "/api/v1"
+    url = (
+        f"{down.base_url}{group}/namespaces/{ns}/{resource}"
+        f"?watch=1&resourceVersion={since}&timeoutSeconds=2"
+    )
+    with urllib.request.urlopen(url, context=ctx, timeout=30) as resp:
+        events = [json.loads(line) for line in resp.read().splitlines() if line.strip()]
+    return [(e["type"], e["object"]["metadata"]["name"]) for e in events if e["type"] != "BOOKMARK"]
+
+
+def test_minikcp_restarted_mid_delete_while_the_target_is_down(
+    procs: list[ServerProcess], tmp_path: Path, cluster: str
+) -> None:
+    up = _start(procs, tmp_path, *env.UPSTREAM_ARGS)
+    down = _start(procs, tmp_path, *env.DOWNSTREAM_ARGS)
+    env.attach(up, cluster, "solo", down)
+    ns = env.downstream_ns(up, cluster, "solo")
+    names = ("one", "two", "three")
+    for name in names:
+        up.kubectl("create", "configmap", name, cluster=cluster)
+    up.kubectl("create", "deployment", "web", "--image=nginx", cluster=cluster)
+    env.eventually(lambda: all(_uid(down, ns, "configmap", n) for n in names), what="synced")
+    env.eventually(lambda: _uid(down, ns, "deployment", "web"), what="web downstream")
+    raw = down.kubectl("get", "--raw", f"/api/v1/namespaces/{ns}/configmaps").stdout
+    since = json.loads(raw)["metadata"]["resourceVersion"]
+
+    # The target goes away with its data; the deletes start upstream; minikcp restarts before
+    # its deletion timeout, then the target comes back with the objects it had.
+    assert down.stop() == 0
+    up.kubectl("delete", "configmap", *names, "--wait=false", cluster=cluster)
+    up.kubectl("delete", "deployment", "web", "--wait=false", cluster=cluster)
+    assert env.find(up, cluster, "configmap", "one") is not None  # held by the finalizer
+    assert up.stop() == 0
+    up = _start(procs, tmp_path, *env.UPSTREAM_ARGS, root=up.root, port=up.port)
+    down = _start(procs, tmp_path, *env.DOWNSTREAM_ARGS, root=down.root, port=down.port)
+
+    env.eventually(
+        lambda: (
+            not any(_uid(down, ns, "configmap", n) for n in names)
+            and not _uid(down, ns, "deployment", "web")
+        ),
+        timeout=30,
+        what="the downstream deletes",
+    )
+    env.eventually(
+        lambda: (
+            env.find(up, cluster, "configmap", "one") is None
+            and env.find(up, cluster, "deployment", "web") is None
+        ),
+        what="the upstream deletes to finish",
+    )
+    time.sleep(2)  # nothing comes back afterwards
+    cm_events = _down_events(down, ns, "configmaps", since)
+    assert sorted(cm_events) == sorted(("DELETED", n) for n in names), cm_events
+    deploy_events = [e for e in _down_events(down, ns, "deployments", since) if e[1] == "web"]
+    assert deploy_events.count(("DELETED", "web")) == 1, deploy_events
+    assert ("ADDED", "web") not in deploy_events, deploy_events
