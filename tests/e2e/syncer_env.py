@@ -8,7 +8,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import yaml
 
@@ -57,28 +57,50 @@ def minikcp(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+def minikcp_in(up: ServerProcess, cluster: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """A `minikcp` command (attach, detach) against `up`'s data for the logical cluster."""
+    return minikcp(*args, "--cluster", cluster, "--root-dir", str(up.root))
+
+
 def attach(
     up: ServerProcess, cluster: str, name: str, down: ServerProcess, *extra: str
 ) -> dict[str, Any]:
     """`minikcp attach` a downstream server and wait until the SyncTarget is Ready."""
-    result = minikcp(
-        "attach",
-        name,
-        "--kubeconfig",
-        str(down.admin_kubeconfig),
-        "--context",
-        "root",
-        "--cluster",
-        cluster,
-        "--root-dir",
-        str(up.root),
-        *extra,
-    )
+    kubeconfig = ("--kubeconfig", str(down.admin_kubeconfig), "--context", "root")
+    result = minikcp_in(up, cluster, "attach", name, *kubeconfig, *extra)
     assert result.returncode == 0, result.stderr
-    up.kubectl(
-        "wait", "--for=condition=Ready", f"synctarget/{name}", "--timeout=30s", cluster=cluster
-    )
+    wait_target(up, cluster, name, "Ready")
     return get(up, cluster, "synctarget", name)
+
+
+def wait_target(up: ServerProcess, cluster: str, name: str, condition: str) -> None:
+    """Wait until the SyncTarget has `condition` (`Ready`, `Ready=False`)."""
+    up.kubectl(
+        "wait",
+        f"--for=condition={condition}",
+        f"synctarget/{name}",
+        "--timeout=30s",
+        cluster=cluster,
+    )
+
+
+def rollout_status(up: ServerProcess, cluster: str, timeout: int = 30) -> str:
+    """`kubectl rollout status deployment/web`: waits for the rollout; its output."""
+    return up.kubectl(
+        "rollout", "status", "deployment/web", f"--timeout={timeout}s", cluster=cluster
+    ).stdout
+
+
+class Targets(NamedTuple):
+    """Two physical clusters attached as `east` and `west`, with their namespaces for `default`."""
+
+    east: ServerProcess
+    west: ServerProcess
+    east_ns: str
+    west_ns: str
+
+    def pairs(self) -> tuple[tuple[ServerProcess, str], tuple[ServerProcess, str]]:
+        return (self.east, self.east_ns), (self.west, self.west_ns)
 
 
 def get(server: ServerProcess, cluster: str, *args: str) -> dict[str, Any]:
@@ -125,3 +147,52 @@ def condition(obj: dict[str, Any] | None, kind: str) -> dict[str, Any]:
 def load_kubeconfig(path: Path) -> dict[str, Any]:
     loaded: dict[str, Any] = yaml.safe_load(path.read_text())
     return loaded
+
+
+def kubeconfig_as(down: ServerProcess, user: dict[str, Any], path: Path) -> Path:
+    """A kubeconfig at `path` for `down`'s root cluster that authenticates as `user`."""
+    admin = load_kubeconfig(down.admin_kubeconfig)
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "current-context": "c",
+        "clusters": [c for c in admin["clusters"] if c["name"] == "root"],
+        "contexts": [{"name": "c", "context": {"cluster": "root", "user": "u"}}],
+        "users": [{"name": "u", "user": user}],
+    }
+    path.write_text(json.dumps(config))
+    return path
+
+
+def replicas(down: ServerProcess, ns: str, name: str = "web") -> int | None:
+    """The replicas of a Deployment on a physical cluster, None when it is absent."""
+    obj = down_get(down, ns, "deployment", name)
+    return None if obj is None else int(obj["spec"]["replicas"])
+
+
+def uid(down: ServerProcess, ns: str, *args: str) -> str | None:
+    """The uid of an object on a physical cluster (changes if it is re-created), None if absent."""
+    obj = down_get(down, ns, *args)
+    return None if obj is None else str(obj["metadata"]["uid"])
+
+
+def slow_web(replicas: int, image: str = "nginx", *, ready_after: int = 3) -> str:
+    """Deployment `web` whose simulated pods become Ready `ready_after` s after they start."""
+    return json.dumps(
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "web"},
+            "spec": {
+                "replicas": replicas,
+                "selector": {"matchLabels": {"app": "web"}},
+                "template": {
+                    "metadata": {
+                        "labels": {"app": "web"},
+                        "annotations": {"sim.minikcp.io/ready-after": str(ready_after)},
+                    },
+                    "spec": {"containers": [{"name": "web", "image": image}]},
+                },
+            },
+        }
+    )

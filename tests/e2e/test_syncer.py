@@ -45,45 +45,17 @@ def downs(
 
 
 @pytest.fixture
-def two(
-    up: ServerProcess, downs: tuple[ServerProcess, ServerProcess], cluster: str
-) -> tuple[str, str]:
-    """Targets east and west attached in the test's logical cluster; their namespaces for
-    `default`."""
+def two(up: ServerProcess, downs: tuple[ServerProcess, ServerProcess], cluster: str) -> env.Targets:
+    """Targets east and west attached in the test's logical cluster."""
     east, west = downs
     env.attach(up, cluster, "east", east, "--labels", "region=eu")
     env.attach(up, cluster, "west", west, "--labels", "region=us")
-    return env.downstream_ns(up, cluster, "east"), env.downstream_ns(up, cluster, "west")
-
-
-def _slow_web(replicas: int, image: str) -> str:
-    """A Deployment whose simulated pods become Ready 3 s after they start."""
-    return json.dumps(
-        {
-            "apiVersion": "apps/v1",
-            "kind": "Deployment",
-            "metadata": {"name": "web"},
-            "spec": {
-                "replicas": replicas,
-                "selector": {"matchLabels": {"app": "web"}},
-                "template": {
-                    "metadata": {
-                        "labels": {"app": "web"},
-                        "annotations": {"sim.minikcp.io/ready-after": "3"},
-                    },
-                    "spec": {"containers": [{"name": "web", "image": image}]},
-                },
-            },
-        }
+    return env.Targets(
+        east, west, env.downstream_ns(up, cluster, "east"), env.downstream_ns(up, cluster, "west")
     )
 
 
-def _replicas(down: ServerProcess, ns: str, name: str = "web") -> int | None:
-    obj = env.down_get(down, ns, "deployment", name)
-    return None if obj is None else int(obj["spec"]["replicas"])
-
-
-def test_attach_reports_status(up: ServerProcess, two: tuple[str, str], cluster: str) -> None:
+def test_attach_reports_status(up: ServerProcess, two: env.Targets, cluster: str) -> None:
     st = env.get(up, cluster, "synctarget", "east")
     assert env.condition(st, "Ready")["status"] == "True"
     assert env.condition(st, "HeartbeatHealthy")["status"] == "True"
@@ -97,27 +69,21 @@ def test_attach_reports_status(up: ServerProcess, two: tuple[str, str], cluster:
     assert "east" in table and "True" in table
 
 
-def test_deployment_splits_and_rolls_out(
-    up: ServerProcess,
-    downs: tuple[ServerProcess, ServerProcess],
-    two: tuple[str, str],
-    cluster: str,
-) -> None:
-    east, west = downs
-    east_ns, west_ns = two
-    up.kubectl("apply", "-f", "-", input=_slow_web(5, "nginx:1"), cluster=cluster)
-    env.eventually(lambda: _replicas(east, east_ns) == 3, what="3 replicas on east")
-    env.eventually(lambda: _replicas(west, west_ns) == 2, what="2 replicas on west")
+def test_deployment_splits_and_rolls_out(up: ServerProcess, two: env.Targets, cluster: str) -> None:
+    east, west, east_ns, west_ns = two
+    up.kubectl("apply", "-f", "-", input=env.slow_web(5, "nginx:1"), cluster=cluster)
+    env.eventually(lambda: env.replicas(east, east_ns) == 3, what="3 replicas on east")
+    env.eventually(lambda: env.replicas(west, west_ns) == 2, what="2 replicas on west")
     waiting = env.get(up, cluster, "deployment", "web")
     assert env.condition(waiting, "Available").get("status") != "True"
-    out = up.kubectl("rollout", "status", "deployment/web", "--timeout=30s", cluster=cluster)
-    assert "Waiting for deployment" in out.stdout and "successfully rolled out" in out.stdout
+    out = env.rollout_status(up, cluster)
+    assert "Waiting for deployment" in out and "successfully rolled out" in out
     up.kubectl(
         "wait", "--for=condition=Available", "deployment/web", "--timeout=30s", cluster=cluster
     )
-    for down, ns in ((east, east_ns), (west, west_ns)):
+    for down, ns in two.pairs():
         status = (env.down_get(down, ns, "deployment", "web") or {}).get("status", {})
-        assert status.get("availableReplicas") == _replicas(down, ns), status
+        assert status.get("availableReplicas") == env.replicas(down, ns), status
     dep = env.get(up, cluster, "deployment", "web")
     assert dep["status"]["availableReplicas"] == 5 and dep["status"]["updatedReplicas"] == 5
     assert dep["status"]["observedGeneration"] == dep["metadata"]["generation"]
@@ -134,14 +100,14 @@ def test_deployment_splits_and_rolls_out(
     assert located is not None and located[1:] == (cluster, "default")
     # Scale: only the difference moves.
     up.kubectl("scale", "deployment/web", "--replicas=7", cluster=cluster)
-    env.eventually(lambda: _replicas(east, east_ns) == 4, what="4 on east")
-    env.eventually(lambda: _replicas(west, west_ns) == 3, what="3 on west")
-    up.kubectl("rollout", "status", "deployment/web", "--timeout=30s", cluster=cluster)
+    env.eventually(lambda: env.replicas(east, east_ns) == 4, what="4 on east")
+    env.eventually(lambda: env.replicas(west, west_ns) == 3, what="3 on west")
+    env.rollout_status(up, cluster)
     # A new template: the rollout is done only when both targets have rolled it out.
-    up.kubectl("apply", "-f", "-", input=_slow_web(7, "nginx:2"), cluster=cluster)
-    out = up.kubectl("rollout", "status", "deployment/web", "--timeout=40s", cluster=cluster)
-    assert "Waiting for deployment" in out.stdout
-    for down, ns in ((east, east_ns), (west, west_ns)):
+    up.kubectl("apply", "-f", "-", input=env.slow_web(7, "nginx:2"), cluster=cluster)
+    out = env.rollout_status(up, cluster, timeout=40)
+    assert "Waiting for deployment" in out
+    for down, ns in two.pairs():
         done = env.down_get(down, ns, "deployment", "web") or {}
         image = done["spec"]["template"]["spec"]["containers"][0]["image"]
         assert image == "nginx:2"
@@ -150,13 +116,9 @@ def test_deployment_splits_and_rolls_out(
 
 
 def test_other_kinds_and_service_allocations(
-    up: ServerProcess,
-    downs: tuple[ServerProcess, ServerProcess],
-    two: tuple[str, str],
-    cluster: str,
+    up: ServerProcess, two: env.Targets, cluster: str
 ) -> None:
-    east, _ = downs
-    east_ns, _ = two
+    east, _, east_ns, _ = two
     up.kubectl("create", "configmap", "settings", "--from-literal=a=1", cluster=cluster)
     up.kubectl("create", "secret", "generic", "creds", "--from-literal=p=x", cluster=cluster)
     up.kubectl("create", "serviceaccount", "builder", cluster=cluster)
@@ -186,7 +148,7 @@ def test_other_kinds_and_service_allocations(
     )
     up.kubectl("create", "configmap", "c", "-n", "only-west", cluster=cluster)
     west_ns = env.downstream_ns(up, cluster, "west", "only-west")
-    _, west = downs
+    west = two.west
     env.eventually(lambda: env.down_get(west, west_ns, "configmap", "c"), what="west copy")
     east_only_west = env.downstream_ns(up, cluster, "east", "only-west")
     assert env.find(east, "root", "namespace", east_only_west) is None
@@ -208,22 +170,16 @@ def test_other_kinds_and_service_allocations(
     assert finalizers == {env.target_ref(up, cluster, "east").finalizer}
 
 
-def test_drift_is_repaired(
-    up: ServerProcess,
-    downs: tuple[ServerProcess, ServerProcess],
-    two: tuple[str, str],
-    cluster: str,
-) -> None:
-    east, _ = downs
-    east_ns, _ = two
+def test_drift_is_repaired(up: ServerProcess, two: env.Targets, cluster: str) -> None:
+    east, _, east_ns, _ = two
     up.kubectl("create", "deployment", "web", "--image=nginx", "--replicas=4", cluster=cluster)
     up.kubectl("create", "configmap", "settings", "--from-literal=a=1", cluster=cluster)
-    env.eventually(lambda: _replicas(east, east_ns) == 2)
+    env.eventually(lambda: env.replicas(east, east_ns) == 2)
     env.eventually(lambda: env.down_get(east, east_ns, "configmap", "settings"))
     # Edited by hand: reverted.
     east.kubectl("scale", "-n", east_ns, "deployment/web", "--replicas=9")
     east.kubectl("patch", "-n", east_ns, "configmap", "settings", "-p", '{"data":{"a":"2"}}')
-    env.eventually(lambda: _replicas(east, east_ns) == 2, timeout=10, what="scale reverted")
+    env.eventually(lambda: env.replicas(east, east_ns) == 2, timeout=10, what="scale reverted")
     env.eventually(
         lambda: (
             (env.down_get(east, east_ns, "configmap", "settings") or {}).get("data") == {"a": "1"}
@@ -233,26 +189,22 @@ def test_drift_is_repaired(
     )
     # Deleted by hand: re-created; upstream untouched.
     east.kubectl("delete", "-n", east_ns, "deployment", "web")
-    env.eventually(lambda: _replicas(east, east_ns) == 2, timeout=10, what="re-created")
+    env.eventually(lambda: env.replicas(east, east_ns) == 2, timeout=10, what="re-created")
     # The whole namespace deleted by hand: re-created with its content.
     east.kubectl("delete", "namespace", east_ns)
     env.eventually(
         lambda: env.down_get(east, east_ns, "configmap", "settings"), timeout=20, what="ns back"
     )
-    env.eventually(lambda: _replicas(east, east_ns) == 2, timeout=20)
+    env.eventually(lambda: env.replicas(east, east_ns) == 2, timeout=20)
     assert env.get(up, cluster, "deployment", "web")["spec"]["replicas"] == 4
 
 
 def test_status_only_churn_causes_no_writes(
-    up: ServerProcess,
-    downs: tuple[ServerProcess, ServerProcess],
-    two: tuple[str, str],
-    cluster: str,
+    up: ServerProcess, two: env.Targets, cluster: str
 ) -> None:
-    east, _ = downs
-    east_ns, _ = two
+    east, _, east_ns, _ = two
     up.kubectl("create", "deployment", "web", "--image=nginx", "--replicas=2", cluster=cluster)
-    env.eventually(lambda: _replicas(east, east_ns) == 1)
+    env.eventually(lambda: env.replicas(east, east_ns) == 1)
     time.sleep(1)
     before = env.down_get(east, east_ns, "deployment", "web")
     assert before is not None
@@ -279,30 +231,20 @@ def test_status_only_churn_causes_no_writes(
 
 
 def test_upstream_delete_removes_downstream_first(
-    up: ServerProcess,
-    downs: tuple[ServerProcess, ServerProcess],
-    two: tuple[str, str],
-    cluster: str,
+    up: ServerProcess, two: env.Targets, cluster: str
 ) -> None:
-    east, west = downs
-    east_ns, west_ns = two
+    east, west, east_ns, west_ns = two
     up.kubectl("create", "deployment", "web", "--image=nginx", "--replicas=2", cluster=cluster)
-    env.eventually(lambda: _replicas(east, east_ns) == 1 and _replicas(west, west_ns) == 1)
+    env.eventually(lambda: env.replicas(east, east_ns) == 1 and env.replicas(west, west_ns) == 1)
     dep = env.get(up, cluster, "deployment", "web")
     assert len(dep["metadata"]["finalizers"]) == 2
     up.kubectl("delete", "deployment", "web", "--timeout=30s", cluster=cluster)
     assert env.find(up, cluster, "deployment", "web") is None
-    assert _replicas(east, east_ns) is None and _replicas(west, west_ns) is None
+    assert env.replicas(east, east_ns) is None and env.replicas(west, west_ns) is None
 
 
-def test_recreate_with_the_same_name(
-    up: ServerProcess,
-    downs: tuple[ServerProcess, ServerProcess],
-    two: tuple[str, str],
-    cluster: str,
-) -> None:
-    east, _ = downs
-    east_ns, _ = two
+def test_recreate_with_the_same_name(up: ServerProcess, two: env.Targets, cluster: str) -> None:
+    east, _, east_ns, _ = two
     up.kubectl("create", "configmap", "settings", "--from-literal=v=old", cluster=cluster)
     first = env.eventually(lambda: env.down_get(east, east_ns, "configmap", "settings"))
     up.kubectl("delete", "configmap", "settings", cluster=cluster)
@@ -322,14 +264,9 @@ def test_recreate_with_the_same_name(
 
 
 def test_unmanaged_object_is_never_overwritten(
-    up: ServerProcess,
-    downs: tuple[ServerProcess, ServerProcess],
-    two: tuple[str, str],
-    cluster: str,
-    tmp_path: Path,
+    up: ServerProcess, two: env.Targets, cluster: str, tmp_path: Path
 ) -> None:
-    east, _ = downs
-    east_ns, _ = two
+    east, _, east_ns, _ = two
     # Make the namespace exist downstream through the syncer, then put a foreign object there.
     up.kubectl("create", "configmap", "marker", cluster=cluster)
     env.eventually(lambda: env.down_get(east, east_ns, "configmap", "marker"))
@@ -355,27 +292,21 @@ def test_unmanaged_object_is_never_overwritten(
     assert env.down_get(east, east_ns, "configmap", "theirs") is not None
 
 
-def test_detach_removes_what_was_synced(
-    up: ServerProcess,
-    downs: tuple[ServerProcess, ServerProcess],
-    two: tuple[str, str],
-    cluster: str,
-) -> None:
-    east, west = downs
-    east_ns, west_ns = two
+def test_detach_removes_what_was_synced(up: ServerProcess, two: env.Targets, cluster: str) -> None:
+    east, west, east_ns, west_ns = two
     up.kubectl("create", "deployment", "web", "--image=nginx", "--replicas=5", cluster=cluster)
-    env.eventually(lambda: _replicas(east, east_ns) == 3 and _replicas(west, west_ns) == 2)
-    result = env.minikcp("detach", "west", "--cluster", cluster, "--root-dir", str(up.root))
+    env.eventually(lambda: env.replicas(east, east_ns) == 3 and env.replicas(west, west_ns) == 2)
+    result = env.minikcp_in(up, cluster, "detach", "west")
     assert result.returncode == 0, result.stdout + result.stderr
     assert "everything synced to it was removed" in result.stdout
     assert env.find(west, "root", "namespace", west_ns) is None
     assert env.find(up, cluster, "synctarget", "west") is None
     # The remaining target takes every replica; the upstream object holds only its finalizer.
-    env.eventually(lambda: _replicas(east, east_ns) == 5, what="east takes over")
+    env.eventually(lambda: env.replicas(east, east_ns) == 5, what="east takes over")
     dep = env.get(up, cluster, "deployment", "web")
     assert dep["metadata"]["finalizers"] == [env.target_ref(up, cluster, "east").finalizer]
-    up.kubectl("rollout", "status", "deployment/web", "--timeout=30s", cluster=cluster)
-    missing = env.minikcp("detach", "west", "--cluster", cluster, "--root-dir", str(up.root))
+    env.rollout_status(up, cluster)
+    missing = env.minikcp_in(up, cluster, "detach", "west")
     assert missing.returncode == 1 and "not found" in missing.stderr
 
 
@@ -389,21 +320,16 @@ def test_attach_rejects_bad_input(up: ServerProcess, tmp_path: Path, cluster: st
         (("attach", "x", "--kubeconfig", str(up.admin_kubeconfig), "--labels", "a"), "key=value"),
     ]
     for args, message in cases:
-        result = env.minikcp(*args, "--cluster", cluster, "--root-dir", str(up.root))
+        result = env.minikcp_in(up, cluster, *args)
         assert result.returncode == 2, result
         assert message in result.stderr, result.stderr
     assert env.get(up, cluster, "synctargets")["items"] == []
 
 
-def test_upstream_namespace_deleted(
-    up: ServerProcess,
-    downs: tuple[ServerProcess, ServerProcess],
-    two: tuple[str, str],
-    cluster: str,
-) -> None:
-    east, west = downs
+def test_upstream_namespace_deleted(up: ServerProcess, two: env.Targets, cluster: str) -> None:
+    east, west = two.east, two.west
     up.kubectl("create", "configmap", "stays", cluster=cluster)  # in default
-    env.eventually(lambda: env.down_get(east, two[0], "configmap", "stays"))
+    env.eventually(lambda: env.down_get(east, two.east_ns, "configmap", "stays"))
     up.kubectl("create", "namespace", "team", cluster=cluster)
     up.kubectl("create", "configmap", "settings", "-n", "team", cluster=cluster)
     up.kubectl("create", "deployment", "web", "-n", "team", "--image=nginx", cluster=cluster)
@@ -420,7 +346,7 @@ def test_upstream_namespace_deleted(
             what=f"namespace {ns} removed",
         )
     # The namespace for `default` stays, with its content.
-    assert env.down_get(east, two[0], "configmap", "stays") is not None
+    assert env.down_get(east, two.east_ns, "configmap", "stays") is not None
 
 
 def test_exec_plugin_credentials(
@@ -440,42 +366,17 @@ def test_exec_plugin_credentials(
     }
     plugin.write_text(f"#!/bin/sh\necho '{json.dumps(credential)}'\n")
     plugin.chmod(0o755)
-    admin = env.load_kubeconfig(east.admin_kubeconfig)
-    config = {
-        "apiVersion": "v1",
-        "kind": "Config",
-        "current-context": "exec",
-        "clusters": [c for c in admin["clusters"] if c["name"] == "root"],
-        "contexts": [{"name": "exec", "context": {"cluster": "root", "user": "plugin"}}],
-        "users": [
-            {
-                "name": "plugin",
-                "user": {
-                    "exec": {
-                        "apiVersion": "client.authentication.k8s.io/v1",
-                        "command": str(plugin),
-                        "interactiveMode": "Never",
-                    }
-                },
-            }
-        ],
+    exec_user = {
+        "exec": {
+            "apiVersion": "client.authentication.k8s.io/v1",
+            "command": str(plugin),
+            "interactiveMode": "Never",
+        }
     }
-    path = tmp_path / "exec.kubeconfig"
-    path.write_text(json.dumps(config))
-    result = env.minikcp(
-        "attach",
-        "viaexec",
-        "--kubeconfig",
-        str(path),
-        "--cluster",
-        cluster,
-        "--root-dir",
-        str(up.root),
-    )
+    path = env.kubeconfig_as(east, exec_user, tmp_path / "exec.kubeconfig")
+    result = env.minikcp_in(up, cluster, "attach", "viaexec", "--kubeconfig", str(path))
     assert result.returncode == 0, result.stderr
-    up.kubectl(
-        "wait", "--for=condition=Ready", "synctarget/viaexec", "--timeout=30s", cluster=cluster
-    )
+    env.wait_target(up, cluster, "viaexec", "Ready")
     up.kubectl("create", "configmap", "hello", cluster=cluster)
     ns = env.downstream_ns(up, cluster, "viaexec")
     env.eventually(lambda: env.down_get(east, ns, "configmap", "hello"), what="synced via exec")
@@ -557,26 +458,10 @@ def test_attach_again_with_new_credentials(
 ) -> None:
     """`attach` again replaces the kubeconfig: the worker reconnects with the new credentials."""
     east, _ = downs
-    admin = env.load_kubeconfig(east.admin_kubeconfig)
-    wrong = {
-        "apiVersion": "v1",
-        "kind": "Config",
-        "current-context": "c",
-        "clusters": [c for c in admin["clusters"] if c["name"] == "root"],
-        "contexts": [{"name": "c", "context": {"cluster": "root", "user": "u"}}],
-        "users": [{"name": "u", "user": {"token": "not-a-valid-token"}}],
-    }
-    path = tmp_path / "wrong.kubeconfig"
-    path.write_text(json.dumps(wrong))
-    args = ("--cluster", cluster, "--root-dir", str(up.root))
-    assert env.minikcp("attach", "rotated", "--kubeconfig", str(path), *args).returncode == 0
-    up.kubectl(
-        "wait",
-        "--for=condition=Ready=False",
-        "synctarget/rotated",
-        "--timeout=30s",
-        cluster=cluster,
-    )
+    wrong = env.kubeconfig_as(east, {"token": "not-a-valid-token"}, tmp_path / "wrong.kubeconfig")
+    attached = env.minikcp_in(up, cluster, "attach", "rotated", "--kubeconfig", str(wrong))
+    assert attached.returncode == 0
+    env.wait_target(up, cluster, "rotated", "Ready=False")
     st = env.get(up, cluster, "synctarget", "rotated")
     assert "401" in env.condition(st, "Ready").get("message", "")
     env.attach(up, cluster, "rotated", east)  # waits for Ready

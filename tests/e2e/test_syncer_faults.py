@@ -36,29 +36,29 @@ def _start(procs: list[ServerProcess], work: Path, *args: str, **kw: object) -> 
     return proc
 
 
-def _uid(down: ServerProcess, ns: str, *args: str) -> str | None:
-    obj = env.down_get(down, ns, *args)
-    return None if obj is None else str(obj["metadata"]["uid"])
+def _attached(
+    procs: list[ServerProcess], work: Path, cluster: str, target: str
+) -> tuple[ServerProcess, ServerProcess, str]:
+    """minikcp and one physical cluster attached as `target`; its namespace for `default`."""
+    up = _start(procs, work, *env.UPSTREAM_ARGS)
+    down = _start(procs, work, *env.DOWNSTREAM_ARGS)
+    env.attach(up, cluster, target, down)
+    return up, down, env.downstream_ns(up, cluster, target)
 
 
 def test_target_down_and_back(procs: list[ServerProcess], tmp_path: Path, cluster: str) -> None:
-    up = _start(procs, tmp_path, *env.UPSTREAM_ARGS)
-    down = _start(procs, tmp_path, *env.DOWNSTREAM_ARGS)
-    env.attach(up, cluster, "solo", down)
-    ns = env.downstream_ns(up, cluster, "solo")
+    up, down, ns = _attached(procs, tmp_path, cluster, "solo")
     up.kubectl("create", "deployment", "web", "--image=nginx", "--replicas=2", cluster=cluster)
     for name in ("keep", "doomed"):
         up.kubectl("create", "configmap", name, cluster=cluster)
-    env.eventually(lambda: _uid(down, ns, "configmap", "doomed"), what="doomed downstream")
-    up.kubectl("rollout", "status", "deployment/web", "--timeout=30s", cluster=cluster)
-    keep_uid = _uid(down, ns, "configmap", "keep")
-    web_uid = _uid(down, ns, "deployment", "web")
+    env.eventually(lambda: env.uid(down, ns, "configmap", "doomed"), what="doomed downstream")
+    env.rollout_status(up, cluster)
+    keep_uid = env.uid(down, ns, "configmap", "keep")
+    web_uid = env.uid(down, ns, "deployment", "web")
 
     down.stop()
     stopped = time.monotonic()
-    up.kubectl(
-        "wait", "--for=condition=Ready=False", "synctarget/solo", "--timeout=30s", cluster=cluster
-    )
+    env.wait_target(up, cluster, "solo", "Ready=False")
     assert time.monotonic() - stopped < 30
     target = env.get(up, cluster, "synctarget", "solo")
     assert env.condition(target, "HeartbeatHealthy")["reason"] == "ErrorHeartbeat"
@@ -85,33 +85,30 @@ def test_target_down_and_back(procs: list[ServerProcess], tmp_path: Path, cluste
     assert "left downstream" in up.log()
 
     down = _start(procs, tmp_path, *env.DOWNSTREAM_ARGS, root=down.root, port=down.port)
-    up.kubectl("wait", "--for=condition=Ready", "synctarget/solo", "--timeout=30s", cluster=cluster)
+    env.wait_target(up, cluster, "solo", "Ready")
     env.eventually(
-        lambda: (
-            (env.down_get(down, ns, "deployment", "web") or {}).get("spec", {}).get("replicas") == 3
-        ),
+        lambda: env.replicas(down, ns) == 3,
         what="the scale made while down",
     )
-    env.eventually(lambda: _uid(down, ns, "configmap", "new"), what="the object made while down")
+    env.eventually(lambda: env.uid(down, ns, "configmap", "new"), what="the object made while down")
     env.eventually(
-        lambda: _uid(down, ns, "configmap", "doomed") is None, what="the leftover removed"
+        lambda: env.uid(down, ns, "configmap", "doomed") is None, what="the leftover removed"
     )
     # Nothing that should stay was deleted and re-created.
-    assert _uid(down, ns, "configmap", "keep") == keep_uid
-    assert _uid(down, ns, "deployment", "web") == web_uid
-    up.kubectl("rollout", "status", "deployment/web", "--timeout=30s", cluster=cluster)
+    assert env.uid(down, ns, "configmap", "keep") == keep_uid
+    assert env.uid(down, ns, "deployment", "web") == web_uid
+    env.rollout_status(up, cluster)
 
 
 def test_target_restarted_without_its_data(
     procs: list[ServerProcess], tmp_path: Path, cluster: str
 ) -> None:
-    up = _start(procs, tmp_path, *env.UPSTREAM_ARGS)
-    down = _start(procs, tmp_path, *env.DOWNSTREAM_ARGS)
-    env.attach(up, cluster, "fresh", down)
-    ns = env.downstream_ns(up, cluster, "fresh")
+    up, down, ns = _attached(procs, tmp_path, cluster, "fresh")
     up.kubectl("create", "configmap", "settings", cluster=cluster)
     up.kubectl("create", "deployment", "web", "--image=nginx", "--replicas=2", cluster=cluster)
-    env.eventually(lambda: _uid(down, ns, "configmap", "settings") and _replicas(down, ns) == 2)
+    env.eventually(
+        lambda: env.uid(down, ns, "configmap", "settings") and env.replicas(down, ns) == 2
+    )
     down.stop()
     # The same cluster (address, CA, credentials) comes back empty.
     empty = _start(
@@ -121,27 +118,24 @@ def test_target_restarted_without_its_data(
         port=down.port,
         credentials_from=down.root,
     )
-    env.eventually(lambda: _uid(empty, ns, "configmap", "settings"), timeout=40, what="re-created")
-    env.eventually(lambda: _replicas(empty, ns) == 2, what="the deployment re-created")
-    up.kubectl("rollout", "status", "deployment/web", "--timeout=30s", cluster=cluster)
+    env.eventually(
+        lambda: env.uid(empty, ns, "configmap", "settings"), timeout=40, what="re-created"
+    )
+    env.eventually(lambda: env.replicas(empty, ns) == 2, what="the deployment re-created")
+    env.rollout_status(up, cluster)
     assert env.find(up, cluster, "configmap", "settings") is not None
 
 
 def test_detach_of_an_unreachable_target_is_bounded(
     procs: list[ServerProcess], tmp_path: Path, cluster: str
 ) -> None:
-    up = _start(procs, tmp_path, *env.UPSTREAM_ARGS)
-    down = _start(procs, tmp_path, *env.DOWNSTREAM_ARGS)
-    env.attach(up, cluster, "gone", down)
-    ns = env.downstream_ns(up, cluster, "gone")
+    up, down, ns = _attached(procs, tmp_path, cluster, "gone")
     up.kubectl("create", "configmap", "settings", cluster=cluster)
-    env.eventually(lambda: _uid(down, ns, "configmap", "settings"))
+    env.eventually(lambda: env.uid(down, ns, "configmap", "settings"))
     down.stop()
-    up.kubectl(
-        "wait", "--for=condition=Ready=False", "synctarget/gone", "--timeout=30s", cluster=cluster
-    )
+    env.wait_target(up, cluster, "gone", "Ready=False")
     started = time.monotonic()
-    result = env.minikcp("detach", "gone", "--cluster", cluster, "--root-dir", str(up.root))
+    result = env.minikcp_in(up, cluster, "detach", "gone")
     elapsed = time.monotonic() - started
     assert result.returncode == 1, result
     assert "Could not remove" in result.stdout and f"configmaps {ns}/settings" in result.stdout
@@ -164,24 +158,24 @@ def test_minikcp_restarted_mid_rollout(
     env.attach(up, cluster, "west", west)
     east_ns, west_ns = (env.downstream_ns(up, cluster, t) for t in ("east", "west"))
     up.kubectl("create", "configmap", "settings", cluster=cluster)
-    up.kubectl("apply", "-f", "-", input=_slow_web(5, ready_after=6), cluster=cluster)
+    up.kubectl("apply", "-f", "-", input=env.slow_web(5, ready_after=6), cluster=cluster)
     objects = [
         (down, ns, kind, name)
         for down, ns in ((east, east_ns), (west, west_ns))
         for kind, name in (("deployment", "web"), ("configmap", "settings"))
     ]
-    env.eventually(lambda: all(_uid(down, ns, kind, name) for down, ns, kind, name in objects))
-    before = [_uid(down, ns, kind, name) for down, ns, kind, name in objects]
+    env.eventually(lambda: all(env.uid(down, ns, kind, name) for down, ns, kind, name in objects))
+    before = [env.uid(down, ns, kind, name) for down, ns, kind, name in objects]
     # Pods take 6 s to become Ready: the rollout is still going when minikcp stops.
     progress = env.get(up, cluster, "deployment", "web")
     assert env.condition(progress, "Available").get("status") != "True"
 
     assert up.stop() == 0
     up = _start(procs, tmp_path, *env.UPSTREAM_ARGS, root=up.root, port=up.port)
-    out = up.kubectl("rollout", "status", "deployment/web", "--timeout=40s", cluster=cluster)
-    assert "successfully rolled out" in out.stdout
+    out = env.rollout_status(up, cluster, timeout=40)
+    assert "successfully rolled out" in out
     time.sleep(2)
-    after = [_uid(down, ns, kind, name) for down, ns, kind, name in objects]
+    after = [env.uid(down, ns, kind, name) for down, ns, kind, name in objects]
     assert after == before  # nothing was deleted or re-created across the restart
     dep = env.get(up, cluster, "deployment", "web")
     split = dep["metadata"]["annotations"]["workload.minikcp.io/replica-split"]
@@ -189,33 +183,7 @@ def test_minikcp_restarted_mid_rollout(
     assert dep["status"]["availableReplicas"] == 5
     # The syncer works on after the restart.
     up.kubectl("scale", "deployment/web", "--replicas=6", cluster=cluster)
-    env.eventually(lambda: _replicas(west, west_ns) == 3, what="the scale after the restart")
-
-
-def _replicas(down: ServerProcess, ns: str) -> int | None:
-    obj = env.down_get(down, ns, "deployment", "web")
-    return None if obj is None else int(obj["spec"]["replicas"])
-
-
-def _slow_web(replicas: int, *, ready_after: int) -> str:
-    return json.dumps(
-        {
-            "apiVersion": "apps/v1",
-            "kind": "Deployment",
-            "metadata": {"name": "web"},
-            "spec": {
-                "replicas": replicas,
-                "selector": {"matchLabels": {"app": "web"}},
-                "template": {
-                    "metadata": {
-                        "labels": {"app": "web"},
-                        "annotations": {"sim.minikcp.io/ready-after": str(ready_after)},
-                    },
-                    "spec": {"containers": [{"name": "web", "image": "nginx"}]},
-                },
-            },
-        }
-    )
+    env.eventually(lambda: env.replicas(west, west_ns) == 3, what="the scale after the restart")
 
 
 def _down_events(down: ServerProcess, ns: str, resource: str, since: str) -> list[tuple[str, str]]:
@@ -235,16 +203,13 @@ def _down_events(down: ServerProcess, ns: str, resource: str, since: str) -> lis
 def test_minikcp_restarted_mid_delete_while_the_target_is_down(
     procs: list[ServerProcess], tmp_path: Path, cluster: str
 ) -> None:
-    up = _start(procs, tmp_path, *env.UPSTREAM_ARGS)
-    down = _start(procs, tmp_path, *env.DOWNSTREAM_ARGS)
-    env.attach(up, cluster, "solo", down)
-    ns = env.downstream_ns(up, cluster, "solo")
+    up, down, ns = _attached(procs, tmp_path, cluster, "solo")
     names = ("one", "two", "three")
     for name in names:
         up.kubectl("create", "configmap", name, cluster=cluster)
     up.kubectl("create", "deployment", "web", "--image=nginx", cluster=cluster)
-    env.eventually(lambda: all(_uid(down, ns, "configmap", n) for n in names), what="synced")
-    env.eventually(lambda: _uid(down, ns, "deployment", "web"), what="web downstream")
+    env.eventually(lambda: all(env.uid(down, ns, "configmap", n) for n in names), what="synced")
+    env.eventually(lambda: env.uid(down, ns, "deployment", "web"), what="web downstream")
     raw = down.kubectl("get", "--raw", f"/api/v1/namespaces/{ns}/configmaps").stdout
     since = json.loads(raw)["metadata"]["resourceVersion"]
 
@@ -260,8 +225,8 @@ def test_minikcp_restarted_mid_delete_while_the_target_is_down(
 
     env.eventually(
         lambda: (
-            not any(_uid(down, ns, "configmap", n) for n in names)
-            and not _uid(down, ns, "deployment", "web")
+            not any(env.uid(down, ns, "configmap", n) for n in names)
+            and not env.uid(down, ns, "deployment", "web")
         ),
         timeout=30,
         what="the downstream deletes",
