@@ -149,25 +149,13 @@ async def _release(syncer: Syncer, worker: TargetWorker, name: str, item: Stored
 
 
 async def remove_cleanup_finalizer(syncer: Syncer, obj: StoredObject) -> None:
-    rt = syncer.registry.catalog.by_resource(*translate.SYNC_TARGET)
-    assert rt is not None
-
-    def mutate(current: dict[str, Any] | None) -> dict[str, Any]:
-        if current is None:
-            raise errors.not_found("synctargets", obj.metadata.get("name", ""))
+    def change(current: dict[str, Any]) -> None:
         current["metadata"]["finalizers"] = translate.finalizers_without(
             current["metadata"], translate.CLEANUP_FINALIZER
         )
-        return current
 
     with contextlib.suppress(errors.StatusError):
-        await syncer.registry.store(rt).guaranteed_update(
-            RequestContext(cluster=obj.cluster),
-            "",
-            obj.metadata.get("name", ""),
-            mutate,
-            reconcile.WRITE,
-        )
+        await syncer.update_target(obj, change)
 
 
 async def purge(worker: TargetWorker, timeout: float) -> None:

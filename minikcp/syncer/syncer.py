@@ -390,27 +390,44 @@ class Syncer:
             ) from None
 
     async def _add_cleanup_finalizer(self, obj: StoredObject) -> None:
-        rt = self.registry.catalog.by_resource(*SYNC_TARGET)
-        assert rt is not None
-
-        def mutate(current: dict[str, Any] | None) -> dict[str, Any]:
-            if current is None:
-                raise errors.not_found("synctargets", obj.metadata.get("name", ""))
+        def change(current: dict[str, Any]) -> None:
             meta = current["metadata"]
             if not meta.get("deletionTimestamp") and CLEANUP_FINALIZER not in (
                 meta.get("finalizers") or ()
             ):
                 meta["finalizers"] = [*(meta.get("finalizers") or ()), CLEANUP_FINALIZER]
-            return current
 
         with contextlib.suppress(errors.StatusError):
+            await self.update_target(obj, change)
+
+    async def update_target(
+        self, obj: StoredObject, change: Callable[[dict[str, Any]], None], *, subresource: str = ""
+    ) -> bool:
+        """Apply `change` to the SyncTarget `obj` (again on conflicts); False if it is gone."""
+        rt = self.registry.catalog.by_resource(*SYNC_TARGET)
+        assert rt is not None
+        name = obj.metadata.get("name", "")
+
+        def mutate(current: dict[str, Any] | None) -> dict[str, Any]:
+            if current is None:
+                raise errors.not_found("synctargets", name)
+            change(current)
+            return current
+
+        try:
             await self.registry.store(rt).guaranteed_update(
                 RequestContext(cluster=obj.cluster),
                 "",
-                obj.metadata.get("name", ""),
+                name,
                 mutate,
                 reconcile.WRITE,
+                subresource=subresource,
             )
+        except errors.StatusError as exc:
+            if exc.code != 404:
+                raise
+            return False
+        return True
 
     async def _on_health(self, worker: TargetWorker) -> None:
         key = (worker.ref.cluster, worker.name)
@@ -441,34 +458,16 @@ class Syncer:
         extra_conditions: tuple[dict[str, str], ...] = (),
     ) -> bool:
         """Write the SyncTarget's status if it changed (or a heartbeat is due); True if written."""
-        rt = self.registry.catalog.by_resource(*SYNC_TARGET)
-        assert rt is not None
         now = upstream_store.now_rfc3339()
         previous = obj.view().get("status") or {}
         status = target_status(previous, worker, problem, heartbeat, now, extra_conditions)
         if status == previous:
             return False
 
-        def mutate(current: dict[str, Any] | None) -> dict[str, Any]:
-            if current is None:
-                raise errors.not_found("synctargets", obj.metadata.get("name", ""))
+        def change(current: dict[str, Any]) -> None:
             current["status"] = status
-            return current
 
-        try:
-            await self.registry.store(rt).guaranteed_update(
-                RequestContext(cluster=obj.cluster),
-                "",
-                obj.metadata.get("name", ""),
-                mutate,
-                reconcile.WRITE,
-                subresource="status",
-            )
-        except errors.StatusError as exc:
-            if exc.code != 404:
-                raise
-            return False
-        return True
+        return await self.update_target(obj, change, subresource="status")
 
 
 def target_status(
