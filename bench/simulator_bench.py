@@ -133,36 +133,21 @@ async def bench(server: server_process.ServerProcess, args: argparse.Namespace) 
                 assert resp.status == 200, await resp.text()
 
         everything = set(names)
-        await _phase(
-            "create",
-            observer,
-            names,
-            create,
-            args.clients,
-            args.delay,
-            pid,
-            lambda: everything <= observer.done_at.keys(),
-        )
-        await _phase(
-            "image change",
-            observer,
-            names,
-            set_image,
-            args.clients,
-            args.delay * _rolling_steps(args.replicas),
-            pid,
-            lambda: everything <= observer.done_at.keys(),
-        )
-        await _phase(
-            "delete",
-            observer,
-            names,
-            delete,
-            args.clients,
-            0.0,
-            pid,
-            lambda: not observer.pods and not observer.replica_sets,
-        )
+
+        def all_rolled_out() -> bool:
+            return everything <= observer.done_at.keys()
+
+        def all_gone() -> bool:
+            return not observer.pods and not observer.replica_sets
+
+        # (label, request, pod delays a rollout waits for, when the phase is over)
+        phases = [
+            ("create", create, args.delay, all_rolled_out),
+            ("image change", set_image, args.delay * _rolling_steps(args.replicas), all_rolled_out),
+            ("delete", delete, 0.0, all_gone),
+        ]
+        for label, act, delay, done in phases:
+            await _phase(label, observer, names, act, args.clients, delay, pid, done)
         for task in watches:
             task.cancel()
         await asyncio.gather(*watches, return_exceptions=True)
