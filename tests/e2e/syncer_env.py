@@ -5,17 +5,14 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, NamedTuple
 
 import yaml
 
 from minikcp.syncer import translate
+from tests.e2e.polling import eventually as eventually  # the suites call env.eventually
 from tests.server_process import ServerProcess
-
-T = TypeVar("T")
 
 # Short timings so fault tests finish in seconds; the defaults are kcp-like minutes.
 UPSTREAM_ARGS = (
@@ -34,18 +31,6 @@ UPSTREAM_ARGS = (
 
 # Physical clusters: Deployments get ReplicaSets and Pods, Ready a second after they start.
 DOWNSTREAM_ARGS = ("--simulate-workloads", "--rollout-delay", "1")
-
-
-def eventually(check: Callable[[], T | None], timeout: float = 20.0, what: str = "") -> T:
-    """Poll until `check` returns something truthy; fail with `what` after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    last: T | None = None
-    while time.monotonic() < deadline:
-        last = check()
-        if last:
-            return last
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what or check}: last {last!r}")
 
 
 def minikcp(*args: str) -> subprocess.CompletedProcess[str]:

@@ -10,7 +10,7 @@ import json
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +18,7 @@ import pytest
 
 from tests import server_process
 from tests.e2e.kubectl_runner import Kubectl
+from tests.e2e.polling import eventually
 
 DELAY = 1.0
 
@@ -37,18 +38,6 @@ def sim_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[server_proc
 @pytest.fixture
 def kubectl(sim_server: server_process.ServerProcess, cluster: str) -> Kubectl:
     return Kubectl(sim_server, cluster)
-
-
-def eventually(check: Callable[[], Any], timeout: float = 20.0) -> Any:
-    """Polls until `check` returns something truthy; fails with its last answer."""
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while time.monotonic() < deadline:
-        last = check()
-        if last:
-            return last
-        time.sleep(0.2)
-    raise AssertionError(f"condition not met within {timeout}s; last: {last!r}")
 
 
 def items(kubectl: Kubectl, resource: str, selector: str) -> list[dict[str, Any]]:
