@@ -23,6 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import aiohttp
@@ -30,25 +31,15 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench import measure
+from bench.measure import pct
 from tests import server_process
 
 
-def _pct(values: list[float], p: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(len(ordered) * p))]
-
-
-async def _run_concurrent(n: int, clients: int, op: object) -> float:
+async def _run_concurrent(n: int, clients: int, op: Callable[[int], Awaitable[object]]) -> float:
     """Run op(i) for i in range(n) with `clients` workers; returns ops/s."""
-    counter = iter(range(n))
-
-    async def worker() -> None:
-        for i in counter:
-            await op(i)  # type: ignore[operator]
-
-    start = time.perf_counter()
-    await asyncio.gather(*(worker() for _ in range(clients)))
-    return n / (time.perf_counter() - start)
+    _, seconds = await measure.run_clients(range(n), clients, op)
+    return n / seconds
 
 
 async def bench(server: server_process.ServerProcess, clients: int, objects: int) -> None:
@@ -143,7 +134,7 @@ async def _watch_fanout(
     await asyncio.wait_for(asyncio.gather(*tasks), 60)
     print(
         f"watch fan-out  {watchers} watchers x {events} events: delivered {delivered}, "
-        f"p50 {_pct(latencies, 0.5):.1f} ms, p99 {_pct(latencies, 0.99):.1f} ms"
+        f"p50 {pct(latencies, 0.5):.1f} ms, p99 {pct(latencies, 0.99):.1f} ms"
     )
 
 
@@ -196,8 +187,8 @@ async def _lean_watch_fanout(
     await proc.wait()
     print(
         f"watch fan-out  {watchers} watchers x {events} events, lean client process: "
-        f"delivered {len(latencies)}, p50 {_pct(latencies, 0.5):.1f} ms, "
-        f"p99 {_pct(latencies, 0.99):.1f} ms"
+        f"delivered {len(latencies)}, p50 {pct(latencies, 0.5):.1f} ms, "
+        f"p99 {pct(latencies, 0.99):.1f} ms"
     )
 
 

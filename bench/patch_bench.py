@@ -33,6 +33,7 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.measure import pct
 from tests import server_process
 
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
@@ -121,11 +122,6 @@ def configmap(name: str, version: int, changed: int) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": data}
 
 
-def _pct(values: list[float], p: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(len(ordered) * p))]
-
-
 Request = Callable[[int, int], Awaitable[None]]
 
 
@@ -150,8 +146,8 @@ async def _measure(
     elapsed = time.perf_counter() - start
     print(
         f"{label:16s} {len(latencies):6d} req  {len(latencies) / elapsed:7.0f} req/s  "
-        f"client p50 {_pct(latencies, 0.5):6.1f} ms  p99 {_pct(latencies, 0.99):6.1f} ms  "
-        f"server p50 {_pct(server_times, 0.5):5.1f} ms  p99 {_pct(server_times, 0.99):5.1f} ms"
+        f"client p50 {pct(latencies, 0.5):6.1f} ms  p99 {pct(latencies, 0.99):6.1f} ms  "
+        f"server p50 {pct(server_times, 0.5):5.1f} ms  p99 {pct(server_times, 0.99):5.1f} ms"
     )
 
 

@@ -15,7 +15,6 @@ import argparse
 import asyncio
 import collections
 import math
-import os
 import sys
 import tempfile
 import time
@@ -27,6 +26,8 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench import deployments, measure
+from bench.measure import pct
 from tests import server_process
 
 CLUSTER = "bench"
@@ -34,48 +35,10 @@ APPS = f"/clusters/{CLUSTER}/apis/apps/v1/namespaces/default"
 CORE = f"/clusters/{CLUSTER}/api/v1/namespaces/default"
 
 
-def _pct(values: list[float], p: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(len(ordered) * p))] if ordered else float("nan")
-
-
 def _rolling_steps(replicas: int) -> int:
     """Pod delays a default rolling update (maxSurge 25% up, maxUnavailable 25% down) waits."""
     surge = max(math.ceil(replicas / 4), 1)
     return math.ceil(replicas / surge)
-
-
-def _cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def _deployment(name: str, replicas: int, image: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": name},
-        "spec": {
-            "replicas": replicas,
-            "selector": {"matchLabels": {"app": name}},
-            "template": {
-                "metadata": {"labels": {"app": name}},
-                "spec": {"containers": [{"name": "c", "image": image}]},
-            },
-        },
-    }
-
-
-def _rolled_out(obj: dict[str, Any]) -> bool:
-    """kubectl's rollout status check (polymorphichelpers/rollout_status.go)."""
-    spec, status = obj.get("spec", {}), obj.get("status") or {}
-    want = spec.get("replicas", 1)
-    return (
-        obj["metadata"].get("generation", 0) <= status.get("observedGeneration", 0)
-        and status.get("updatedReplicas", 0) >= want
-        and status.get("replicas", 0) <= status.get("updatedReplicas", 0)
-        and status.get("availableReplicas", 0) >= status.get("updatedReplicas", 0)
-    )
 
 
 class Observer:
@@ -99,7 +62,7 @@ class Observer:
                 name = obj.get("metadata", {}).get("name", "")
                 self.events[kind] += 1
                 live = event["type"] != "DELETED"
-                if kind == "Deployment" and live and _rolled_out(obj):
+                if kind == "Deployment" and live and deployments.rolled_out(obj):
                     self.done_at.setdefault(name, time.perf_counter())
                 elif kind == "Pod":
                     (self.pods.add if live else self.pods.discard)(name)
@@ -119,21 +82,10 @@ async def _phase(
 ) -> None:
     observer.done_at.clear()
     before_events = observer.events.copy()
-    cpu = _cpu_seconds(pid)
-    started: dict[str, float] = {}
-    queue = iter(names)
-
-    async def client() -> None:
-        for name in queue:
-            started[name] = time.perf_counter()
-            await act(name)
-
+    cpu = measure.cpu_seconds(pid)
     t0 = time.perf_counter()
-    await asyncio.gather(*(client() for _ in range(clients)))
-    requests = time.perf_counter() - t0
-    deadline = time.perf_counter() + 600
-    while not done() and time.perf_counter() < deadline:
-        await asyncio.sleep(0.1)
+    started, requests = await measure.run_clients(names, clients, act)
+    await measure.wait_until(done, timeout=600, poll=0.1)
     total = time.perf_counter() - t0
     delta = observer.events - before_events
     n = len(names)
@@ -142,14 +94,14 @@ async def _phase(
     if latencies:
         print(
             f"  request -> rolled out, minus {delay:g}s of pod delays: "
-            f"p50 {_pct(latencies, 0.5) * 1000:.0f} ms, p99 {_pct(latencies, 0.99) * 1000:.0f} ms"
+            f"p50 {pct(latencies, 0.5) * 1000:.0f} ms, p99 {pct(latencies, 0.99) * 1000:.0f} ms"
             f" ({len(latencies)}/{n} done)"
         )
     print(
         "  events per deployment: "
         + ", ".join(f"{kind} {count / n:.1f}" for kind, count in sorted(delta.items()))
     )
-    print(f"  server CPU: {_cpu_seconds(pid) - cpu:.1f}s")
+    print(f"  server CPU: {measure.cpu_seconds(pid) - cpu:.1f}s")
 
 
 async def bench(server: server_process.ServerProcess, args: argparse.Namespace) -> None:
@@ -168,26 +120,16 @@ async def bench(server: server_process.ServerProcess, args: argparse.Namespace) 
         while observer.watching < 3:
             await asyncio.sleep(0.05)
 
+        url = f"{base}{APPS}/deployments"
+
         async def create(name: str) -> None:
-            body = orjson.dumps(_deployment(name, args.replicas, "nginx:1.26"))
-            async with session.post(f"{base}{APPS}/deployments", data=body) as resp:
-                assert resp.status == 201, await resp.text()
+            await deployments.create(session, url, name, args.replicas, "nginx:1.26")
 
         async def set_image(name: str) -> None:
-            patch = {
-                "spec": {
-                    "template": {"spec": {"containers": [{"name": "c", "image": "nginx:1.27"}]}}
-                }
-            }
-            async with session.patch(
-                f"{base}{APPS}/deployments/{name}",
-                data=orjson.dumps(patch),
-                headers={"Content-Type": "application/strategic-merge-patch+json"},
-            ) as resp:
-                assert resp.status == 200, await resp.text()
+            await deployments.set_image(session, url, name, "nginx:1.27")
 
         async def delete(name: str) -> None:
-            async with session.delete(f"{base}{APPS}/deployments/{name}") as resp:
+            async with session.delete(f"{url}/{name}") as resp:
                 assert resp.status == 200, await resp.text()
 
         everything = set(names)

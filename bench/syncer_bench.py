@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import collections
-import subprocess
 import sys
 import tempfile
 import time
@@ -30,48 +29,14 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench import deployments, measure
+from bench.measure import pct
 from tests import server_process
+from tests.e2e import syncer_env
 
 CLUSTER = "bench"
 APPS = f"/clusters/{CLUSTER}/apis/apps/v1/namespaces/default"
 _REVISION = "deployment.kubernetes.io/revision"
-
-
-def _pct(values: list[float], p: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(len(ordered) * p))] if ordered else float("nan")
-
-
-def _deployment(name: str, replicas: int, image: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": name},
-        "spec": {
-            "replicas": replicas,
-            "selector": {"matchLabels": {"app": name}},
-            "template": {
-                "metadata": {"labels": {"app": name}},
-                "spec": {"containers": [{"name": "c", "image": image}]},
-            },
-        },
-    }
-
-
-def _rolled_out(obj: dict[str, Any]) -> bool:
-    """kubectl's rollout status check (polymorphichelpers/rollout_status.go)."""
-    spec, status = obj.get("spec", {}), obj.get("status") or {}
-    want = spec.get("replicas", 1)
-    return bool(
-        obj["metadata"].get("generation", 0) <= status.get("observedGeneration", 0)
-        and status.get("updatedReplicas", 0) >= want
-        and status.get("replicas", 0) <= status.get("updatedReplicas", 0)
-        and status.get("availableReplicas", 0) >= status.get("updatedReplicas", 0)
-    )
-
-
-def _image(obj: dict[str, Any]) -> str:
-    return str(obj["spec"]["template"]["spec"]["containers"][0]["image"])
 
 
 def _content(obj: dict[str, Any]) -> bytes:
@@ -100,7 +65,7 @@ class Observer:
             async for line in resp.content:
                 obj = orjson.loads(line)["object"]
                 name = obj["metadata"]["name"]
-                if _image(obj) == self.image and _rolled_out(obj):
+                if deployments.image(obj) == self.image and deployments.rolled_out(obj):
                     self.upstream_done.setdefault(name, time.perf_counter())
 
     async def downstream(self, index: int, session: aiohttp.ClientSession, base: str) -> None:
@@ -120,7 +85,7 @@ class Observer:
                 if self._content.get(key) != content:
                     self.writes += 1
                     self._content[key] = content
-                if _image(obj) == self.image and index not in self.present_on[name]:
+                if deployments.image(obj) == self.image and index not in self.present_on[name]:
                     self.present_on[name].add(index)
                     if len(self.present_on[name]) == 2:
                         self.present_at[name] = time.perf_counter()
@@ -133,20 +98,11 @@ async def _phase(
     observer.present_on.clear()
     observer.present_at.clear()
     writes = observer.writes
-    started: dict[str, float] = {}
-    queue = iter(names)
-
-    async def client() -> None:
-        for name in queue:
-            started[name] = time.perf_counter()
-            await act(name)
-
     t0 = time.perf_counter()
-    await asyncio.gather(*(client() for _ in range(args.clients)))
-    requests = time.perf_counter() - t0
-    deadline = time.perf_counter() + args.timeout
-    while len(observer.upstream_done) < len(names) and time.perf_counter() < deadline:
-        await asyncio.sleep(0.2)
+    started, requests = await measure.run_clients(names, args.clients, act)
+    await measure.wait_until(
+        lambda: len(observer.upstream_done) >= len(names), timeout=args.timeout, poll=0.2
+    )
     await asyncio.sleep(2)  # late writes (there should be none) still count
     total = time.perf_counter() - t0
     n = len(names)
@@ -155,12 +111,12 @@ async def _phase(
     done = [observer.upstream_done[k] - started[k] - args.delay for k in names]
     done = [d for k, d in zip(names, done, strict=True) if k in observer.upstream_done]
     print(
-        f"  upstream request -> present on both targets: p50 {_pct(present, 0.5):.2f}s, "
-        f"p99 {_pct(present, 0.99):.2f}s ({len(present)}/{n})"
+        f"  upstream request -> present on both targets: p50 {pct(present, 0.5):.2f}s, "
+        f"p99 {pct(present, 0.99):.2f}s ({len(present)}/{n})"
     )
     print(
         f"  upstream request -> upstream rolled out, minus the {args.delay:g}s pod delay: "
-        f"p50 {_pct(done, 0.5):.2f}s, p99 {_pct(done, 0.99):.2f}s ({len(done)}/{n})"
+        f"p50 {pct(done, 0.5):.2f}s, p99 {pct(done, 0.99):.2f}s ({len(done)}/{n})"
     )
     print(f"  downstream writes per upstream change: {(observer.writes - writes) / n:.2f}")
 
@@ -189,24 +145,13 @@ async def bench(
             await asyncio.sleep(0.05)
         names = [f"d{i:05d}" for i in range(args.deployments)]
         session = sessions[0]
+        url = f"{up.base_url}{APPS}/deployments"
 
         async def create(name: str) -> None:
-            body = orjson.dumps(_deployment(name, args.replicas, "nginx:1.26"))
-            async with session.post(f"{up.base_url}{APPS}/deployments", data=body) as resp:
-                assert resp.status == 201, await resp.text()
+            await deployments.create(session, url, name, args.replicas, "nginx:1.26")
 
         async def set_image(name: str) -> None:
-            patch = {
-                "spec": {
-                    "template": {"spec": {"containers": [{"name": "c", "image": "nginx:1.27"}]}}
-                }
-            }
-            async with session.patch(
-                f"{up.base_url}{APPS}/deployments/{name}",
-                data=orjson.dumps(patch),
-                headers={"Content-Type": "application/strategic-merge-patch+json"},
-            ) as resp:
-                assert resp.status == 200, await resp.text()
+            await deployments.set_image(session, url, name, "nginx:1.27")
 
         observer.image = "nginx:1.26"
         await _phase("create", observer, names, create, args)
@@ -242,32 +187,7 @@ def main() -> None:
         ]
         try:
             for name, down in zip(("east", "west"), downs, strict=True):
-                subprocess.run(
-                    [
-                        sys.executable,
-                        "-m",
-                        "minikcp.cli.main",
-                        "attach",
-                        name,
-                        "--kubeconfig",
-                        str(down.admin_kubeconfig),
-                        "--context",
-                        "root",
-                        "--cluster",
-                        CLUSTER,
-                        "--root-dir",
-                        str(up.root),
-                    ],
-                    check=True,
-                    capture_output=True,
-                )
-                up.kubectl(
-                    "wait",
-                    "--for=condition=Ready",
-                    f"synctarget/{name}",
-                    "--timeout=60s",
-                    cluster=CLUSTER,
-                )
+                syncer_env.attach(up, CLUSTER, name, down)
             print(
                 f"{args.deployments} Deployments x {args.replicas} replicas, 2 targets, "
                 f"syncer {args.qps:g} requests/s per target, {args.clients} clients"
