@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
 
-from tests import server_process
+from minikcp.registry import registry
+from tests import in_process, server_process
 
 
 @pytest.fixture(scope="session")
@@ -29,3 +30,11 @@ def cluster() -> str:
 @pytest.fixture
 def workdir(tmp_path: Path) -> Path:
     return tmp_path
+
+
+@pytest.fixture
+async def reg(tmp_path: Path) -> AsyncIterator[registry.Registry]:
+    """A real registry in the test's event loop (see tests/in_process.py); tests that need more
+    running beside it define their own `reg` with `in_process.open_registry`."""
+    async with in_process.open_registry(tmp_path) as opened:
+        yield opened

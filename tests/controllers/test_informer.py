@@ -3,29 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
-
-import pytest
 
 from minikcp.controllers import informer
 from minikcp.registry import objects, registry
 from minikcp.registry.objects import StoredObject
-from storage import hub, sqlite
-
-
-@pytest.fixture
-async def reg(tmp_path: Path) -> AsyncIterator[registry.Registry]:
-    store = await sqlite.SqliteStorage.open(tmp_path / "store.db", compact_interval=None)
-    watch_hub = hub.WatchHub(store, start_revision=await store.current_revision())
-    task = asyncio.create_task(watch_hub.run())
-    try:
-        yield await registry.Registry.open(store, watch_hub)
-    finally:
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
-        await store.close()
 
 
 def _cm(name: str, owner: str | None) -> dict[str, Any]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +14,7 @@ from minikcp.apis import catalog, discovery, openapi
 from minikcp.controllers import crds as crd_controller
 from minikcp.machinery import list_options
 from minikcp.registry import keys, objects, registry
-from storage import hub, sqlite
+from tests import in_process
 from tests.e2e.crd_manifests import crd, widget
 
 A = objects.RequestContext(cluster="a")
@@ -23,19 +23,13 @@ OPTS = objects.WriteOptions()
 
 @pytest.fixture
 async def reg(tmp_path: Path) -> AsyncIterator[registry.Registry]:
-    store = await sqlite.SqliteStorage.open(tmp_path / "store.db", compact_interval=None)
-    watch_hub = hub.WatchHub(store, start_revision=await store.current_revision())
-    tasks = [asyncio.create_task(watch_hub.run())]
-    try:
-        opened = await registry.Registry.open(store, watch_hub)
-        tasks.append(asyncio.create_task(opened.run()))
-        tasks.append(asyncio.create_task(crd_controller.CrdController(opened).run()))
+    def crd_controller_run(opened: registry.Registry) -> Coroutine[Any, Any, None]:
+        return crd_controller.CrdController(opened).run()
+
+    async with in_process.open_registry(
+        tmp_path, registry.Registry.run, crd_controller_run
+    ) as opened:
         yield opened
-    finally:
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        await store.close()
 
 
 async def _until(check: Callable[[], Any], timeout: float = 2.0) -> Any:

@@ -10,7 +10,7 @@ import pytest
 
 from minikcp.machinery import errors, rbac, users
 from minikcp.registry import objects, registry
-from storage import hub, sqlite
+from tests import in_process
 
 ALICE = users.UserInfo("alice", ("system:authenticated",))
 OPTS = objects.WriteOptions()
@@ -18,18 +18,8 @@ OPTS = objects.WriteOptions()
 
 @pytest.fixture
 async def reg(tmp_path: Path) -> AsyncIterator[registry.Registry]:
-    store = await sqlite.SqliteStorage.open(tmp_path / "store.db", compact_interval=None)
-    watch_hub = hub.WatchHub(store, start_revision=await store.current_revision())
-    tasks = [asyncio.create_task(watch_hub.run())]
-    try:
-        opened = await registry.Registry.open(store, watch_hub)
-        tasks.append(asyncio.create_task(opened.run()))
+    async with in_process.open_registry(tmp_path, registry.Registry.run) as opened:
         yield opened
-    finally:
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        await store.close()
 
 
 async def _bind(reg: registry.Registry, cluster: str, name: str, role: str) -> None:

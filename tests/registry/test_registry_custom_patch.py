@@ -13,8 +13,7 @@ from minikcp.machinery import errors
 from minikcp.registry import patching
 from minikcp.registry import registry as registry_module
 from minikcp.registry.objects import RequestContext, WriteOptions
-from storage import hub as storage_hub
-from storage import sqlite
+from tests import in_process
 
 WIDGETS = catalog.ResourceType(
     group="example.com",
@@ -30,14 +29,9 @@ CTX = RequestContext(cluster="root")
 
 @pytest.fixture
 async def widgets(tmp_path: Path) -> AsyncIterator[registry_module.Registry]:
-    store = await sqlite.SqliteStorage.open(tmp_path / "data.db")
-    hub = storage_hub.WatchHub(store, start_revision=await store.current_revision())
-    try:
-        yield await registry_module.Registry.open(
-            store, hub, types=catalog.Catalog.builtin().extended([WIDGETS])
-        )
-    finally:
-        await store.close()
+    types = catalog.Catalog.builtin().extended([WIDGETS])
+    async with in_process.open_registry(tmp_path, types=types) as opened:
+        yield opened
 
 
 async def _created(reg: registry_module.Registry) -> None:

@@ -2,16 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
-
-import pytest
 
 from minikcp.registry import objects, registry
 from minikcp.registry.status_owners import DeploymentStatusOwners
-from storage import hub, sqlite
 
 
 def test_the_registry_reports_until_a_namespace_is_handed_over() -> None:
@@ -33,19 +27,6 @@ def test_handing_over_everywhere_wins() -> None:
     owners.take_back("root", "default")
     assert not owners.registry_reports("root", "default")
     assert not owners.registry_reports("any", "where")
-
-
-@pytest.fixture
-async def reg(tmp_path: Path) -> AsyncIterator[registry.Registry]:
-    store = await sqlite.SqliteStorage.open(tmp_path / "store.db", compact_interval=None)
-    watch_hub = hub.WatchHub(store, start_revision=await store.current_revision())
-    task = asyncio.create_task(watch_hub.run())
-    try:
-        yield await registry.Registry.open(store, watch_hub)
-    finally:
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
-        await store.close()
 
 
 def _deployment(name: str, replicas: int) -> dict[str, Any]:
