@@ -1,9 +1,10 @@
 """The workspace controller: brings new Workspaces to Ready and deleted ones to an end.
 
 An informer in miniature over the watch hub: list the Workspaces of every logical cluster once,
-then follow their events; a Workspace that is not Ready, or is being deleted, goes on a bounded,
-deduplicating work queue that a few workers drain (`tenancy.workspaces.Workspaces` does the work).
-A failed step is retried with a backoff; a watch that was cut off is followed by a new list.
+then follow their events; a Workspace that is not Ready, or is being deleted, goes on the
+deduplicating work queue (`runtime.work_queue`, turns per parent logical cluster) that a few
+workers drain (`tenancy.workspaces.Workspaces` does the work). A failed step is retried with a
+per-key exponential back-off; a watch that was cut off is followed by a new list.
 """
 
 from __future__ import annotations
@@ -16,16 +17,16 @@ import orjson
 
 from minikcp.machinery import errors
 from minikcp.registry import registry
+from minikcp.runtime.work_queue import ShutDown, WorkQueue
 from minikcp.tenancy import workspaces
 
 logger = logging.getLogger(__name__)
 
-_QUEUE_SIZE = 65536
 _WORKERS = 16
-_RETRY_DELAYS = (0.05, 0.2, 1.0, 5.0)
 # Work items are (parent cluster, workspace name), or (_PURGE, logical cluster) once a
 # Workspace is gone ("" is no cluster name, so the two never mix).
 _PURGE = ""
+Key = tuple[str, str]
 
 
 def _needs_work(value: bytes) -> bool:
@@ -42,25 +43,17 @@ class WorkspaceController:
         self._registry = lifecycle.registry
         self._rt = lifecycle.workspaces.rt
         self._workers = workers
-        self._queue: asyncio.Queue[tuple[str, str]] = asyncio.Queue(_QUEUE_SIZE)
-        self._queued: set[tuple[str, str]] = set()
-        # Keys a worker is on; a change meanwhile marks them dirty, to be queued when it is done.
-        self._active: set[tuple[str, str]] = set()
-        self._dirty: set[tuple[str, str]] = set()
+        self._queue: WorkQueue[Key] = WorkQueue(lambda key: key[0], base_delay=0.05)
 
     async def run(self) -> None:
         await self._lifecycle.ensure_root()
-        async with asyncio.TaskGroup() as tasks:
-            for i in range(self._workers):
-                tasks.create_task(self._work(), name=f"workspace-worker-{i}")
-            tasks.create_task(self._follow(), name="workspace-informer")
-
-    async def _enqueue(self, key: tuple[str, str]) -> None:
-        if key in self._active:
-            self._dirty.add(key)
-        elif key not in self._queued:
-            self._queued.add(key)
-            await self._queue.put(key)
+        try:
+            async with asyncio.TaskGroup() as tasks:
+                for i in range(self._workers):
+                    tasks.create_task(self._work(), name=f"workspace-worker-{i}")
+                tasks.create_task(self._follow(), name="workspace-informer")
+        finally:
+            self._queue.close()
 
     async def _follow(self) -> None:
         revision = await self._list()
@@ -69,44 +62,39 @@ class WorkspaceController:
                 await self._list()
             elif change.value is not None:
                 if _needs_work(change.value):
-                    await self._enqueue((change.key.cluster, change.key.name))
+                    self._queue.add((change.key.cluster, change.key.name))
             else:
                 purged = self._lifecycle.to_purge(change.key.cluster, change.prev_value)
                 if purged is not None:
-                    await self._enqueue((_PURGE, purged))
+                    self._queue.add((_PURGE, purged))
 
     async def _list(self) -> int:
-        """Enqueues every Workspace that needs work; returns the revision of the listing."""
+        """Queues every Workspace that needs work; returns the revision of the listing."""
         stored, revision = await self._registry.scan(self._rt, None)
         for key, value in stored:
             if _needs_work(value):
-                await self._enqueue((key.cluster, key.name))
+                self._queue.add((key.cluster, key.name))
         return revision
 
     async def _work(self) -> None:
         while True:
-            key = await self._queue.get()
-            self._queued.discard(key)
-            self._active.add(key)
             try:
-                await self._reconcile(key)
-            finally:
-                self._active.discard(key)
-            if key in self._dirty:
-                self._dirty.discard(key)
-                await self._enqueue(key)
-
-    async def _reconcile(self, key: tuple[str, str]) -> None:
-        for attempt, delay in enumerate((*_RETRY_DELAYS, None)):
+                key = await self._queue.get()
+            except ShutDown:
+                return
             try:
                 if key[0] == _PURGE:
                     await self._lifecycle.purge(key[1])
                 else:
                     await self._lifecycle.reconcile(*key)
-                return
             except errors.StatusError as exc:
-                if delay is None:
-                    logger.error("workspace %s:%s: giving up after %s", *key, exc)
-                    return
-                logger.warning("workspace %s:%s (attempt %d): %s", *key, attempt + 1, exc)
-                await asyncio.sleep(delay)
+                delay = self._queue.add_rate_limited(key)
+                logger.warning("workspace %s:%s: %s; again in %.2fs", *key, exc.message, delay)
+            except Exception:
+                # A defect: say so loudly, but keep the others going (and this one, later).
+                logger.exception("workspace %s:%s failed", *key)
+                self._queue.add_rate_limited(key)
+            else:
+                self._queue.forget(key)
+            finally:
+                self._queue.done(key)
