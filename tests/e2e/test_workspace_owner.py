@@ -9,6 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests import server_process
+from tests.e2e import tenants
 from tests.e2e.tenants import tenant
 from tests.server_process import ServerProcess
 
@@ -19,9 +20,7 @@ pytestmark = pytest.mark.e2e
 def owner_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     proc = server_process.start_server(tmp_path_factory.mktemp("owner"))
     yield proc
-    code = proc.stop()
-    assert code == 0, f"server exited with {code}:\n{proc.log()}"
-    assert "Traceback" not in proc.log(), proc.log()
+    tenants.stop_cleanly(proc)
 
 
 def _org(server: ServerProcess, creator: str) -> str:
