@@ -33,3 +33,11 @@ async def open_registry(
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         await store.close()
+
+
+async def until(check: Callable[[], Any], timeout: float = 2.0) -> Any:
+    """Poll `check` in the event loop until it returns something truthy, which is returned."""
+    async with asyncio.timeout(timeout):
+        while not (found := check()):
+            await asyncio.sleep(0.005)
+    return found

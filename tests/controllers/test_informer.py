@@ -8,6 +8,7 @@ from typing import Any
 from minikcp.controllers import informer
 from minikcp.registry import objects, registry
 from minikcp.registry.objects import StoredObject
+from tests.in_process import until
 
 
 def _cm(name: str, owner: str | None) -> dict[str, Any]:
@@ -23,12 +24,6 @@ def _cm(name: str, owner: str | None) -> dict[str, Any]:
             }
         ]
     return {"metadata": meta, "data": {"k": "v"}}
-
-
-async def _until(check: Any) -> None:
-    async with asyncio.timeout(5):
-        while not check():
-            await asyncio.sleep(0.01)
 
 
 async def test_index_own_writes_and_deletions(reg: registry.Registry) -> None:
@@ -54,7 +49,7 @@ async def test_index_own_writes_and_deletions(reg: registry.Registry) -> None:
         await store.create(one, "default", _cm("a", "web"), objects.WriteOptions())
         await store.create(two, "default", _cm("b", "web"), objects.WriteOptions())
         await store.create(one, "default", _cm("loose", None), objects.WriteOptions())
-        await _until(lambda: len(seen) == 4)
+        await until(lambda: len(seen) == 4, timeout=5)
         names = {o.metadata["name"] for o in cache.owned_by("one", "default", "web")}
         assert names == {"before", "a"}
         assert [o.metadata["name"] for o in cache.owned_by("two", "default", "web")] == ["b"]
@@ -71,11 +66,11 @@ async def test_index_own_writes_and_deletions(reg: registry.Registry) -> None:
         }
         # A later foreign write is the proof that everything before it was delivered.
         await store.create(one, "default", _cm("last", None), objects.WriteOptions())
-        await _until(lambda: ("changed", "last") in seen)
+        await until(lambda: ("changed", "last") in seen, timeout=5)
         assert ("changed", "mine") not in seen and ("deleted", "a") not in seen
         # A foreign deletion is reported with the last state.
         await store.delete(two, "default", "b", {}, objects.WriteOptions())
-        await _until(lambda: ("deleted", "b") in seen)
+        await until(lambda: ("deleted", "b") in seen, timeout=5)
         assert cache.owned_by("two", "default", "web") == []
     finally:
         task.cancel()

@@ -11,7 +11,8 @@ import pytest
 import yaml
 
 from tests import server_process
-from tests.e2e.workspace_helpers import WorkspaceShell, eventually
+from tests.e2e.polling import eventually
+from tests.e2e.workspace_helpers import WorkspaceShell
 
 NOTE = "Note: Using 'root:' to define an absolute path is no longer supported."
 

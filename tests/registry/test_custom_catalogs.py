@@ -16,6 +16,7 @@ from minikcp.machinery import list_options
 from minikcp.registry import keys, objects, registry
 from tests import in_process
 from tests.e2e.crd_manifests import crd, widget
+from tests.in_process import until
 
 A = objects.RequestContext(cluster="a")
 OPTS = objects.WriteOptions()
@@ -32,13 +33,6 @@ async def reg(tmp_path: Path) -> AsyncIterator[registry.Registry]:
         yield opened
 
 
-async def _until(check: Callable[[], Any], timeout: float = 2.0) -> Any:
-    async with asyncio.timeout(timeout):
-        while not (found := check()):
-            await asyncio.sleep(0.005)
-    return found
-
-
 def _crd_store(reg: registry.Registry) -> Any:
     return reg.store(reg.crds.crd_type)
 
@@ -48,7 +42,7 @@ async def test_clusters_without_crds_share_the_built_in_catalog(reg: registry.Re
     assert reg.catalog_for("a") is builtin
     assert reg.catalog_for("b") is builtin
     await _crd_store(reg).create(A, "", json.loads(crd()), OPTS)
-    types = await _until(lambda: reg.catalog_for("a").resolve("example.com", "", "widgets"))
+    types = await until(lambda: reg.catalog_for("a").resolve("example.com", "", "widgets"))
     assert types.kind == "Widget"
     assert reg.catalog_for("b") is builtin
     ext = reg.catalog_for("a")
@@ -66,7 +60,7 @@ async def test_a_spec_change_rebuilds_the_catalog_and_a_label_does_not(
     reg: registry.Registry,
 ) -> None:
     await _crd_store(reg).create(A, "", json.loads(crd()), OPTS)
-    first = await _until(
+    first = await until(
         lambda: reg.catalog_for("a").resolve("example.com", "", "widgets") and reg.catalog_for("a")
     )
     labelled = _crd_store(reg).guaranteed_update(
@@ -82,7 +76,7 @@ async def test_a_spec_change_rebuilds_the_catalog_and_a_label_does_not(
         OPTS,
     )
     # Served once the controller has accepted the new name.
-    rebuilt = await _until(
+    rebuilt = await until(
         lambda: reg.catalog_for("a").resolve("example.com", "", "wdg") and reg.catalog_for("a")
     )
     assert rebuilt is not first
@@ -107,8 +101,8 @@ async def test_deleting_a_crd_deletes_its_objects_in_its_cluster_only(
     b = objects.RequestContext(cluster="b")
     for ctx in (A, b):
         await _crd_store(reg).create(ctx, "", json.loads(crd()), OPTS)
-    rt = await _until(lambda: reg.catalog_for("a").resolve("example.com", "", "widgets"))
-    await _until(lambda: reg.catalog_for("b").resolve("example.com", "", "widgets"))
+    rt = await until(lambda: reg.catalog_for("a").resolve("example.com", "", "widgets"))
+    await until(lambda: reg.catalog_for("b").resolve("example.com", "", "widgets"))
     for ctx in (A, b):
         for name in ("w1", "w2"):
             await reg.store(rt).create(
@@ -124,8 +118,8 @@ async def test_deleting_a_crd_deletes_its_objects_in_its_cluster_only(
         ("b", "w2"),
     ]
     await _crd_store(reg).delete(A, "", "widgets.example.com", {}, OPTS)
-    await _until(lambda: reg.catalog_for("a") is catalog.Catalog.builtin())
-    await _until(lambda: not reg.crds.crds_in("a"))
+    await until(lambda: reg.catalog_for("a") is catalog.Catalog.builtin())
+    await until(lambda: not reg.crds.crds_in("a"))
     left = await reg.storage.range(keys.list_prefix(rt, None))
     assert sorted(item.key.rsplit("/", 3)[-3] for item in left.items) == ["b", "b"]
 
@@ -138,7 +132,7 @@ async def test_a_crd_that_lost_its_finalizer_still_takes_its_objects_along(
     reg: registry.Registry,
 ) -> None:
     await _crd_store(reg).create(A, "", json.loads(crd()), OPTS)
-    rt = await _until(lambda: reg.catalog_for("a").resolve("example.com", "", "widgets"))
+    rt = await until(lambda: reg.catalog_for("a").resolve("example.com", "", "widgets"))
     await reg.store(rt).create(A, "default", json.loads(widget("w", {"size": "small"})), OPTS)
     await _crd_store(reg).guaranteed_update(
         A, "", "widgets.example.com", _with(("metadata", "finalizers"), []), OPTS
@@ -146,7 +140,7 @@ async def test_a_crd_that_lost_its_finalizer_still_takes_its_objects_along(
     assert not (await _crd_store(reg).get(A, "", "widgets.example.com")).metadata.get("finalizers")
     _, deleted_now = await _crd_store(reg).delete(A, "", "widgets.example.com", {}, OPTS)
     assert not deleted_now  # the cleanup finalizer holds it until the objects are gone
-    await _until(lambda: not reg.crds.crds_in("a"))
+    await until(lambda: not reg.crds.crds_in("a"))
     assert (await reg.storage.range(keys.list_prefix(rt, "a"))).items == []
 
 
@@ -154,11 +148,11 @@ async def test_objects_of_a_crd_removed_by_a_prefix_deletion_are_deleted_too(
     reg: registry.Registry,
 ) -> None:
     await _crd_store(reg).create(A, "", json.loads(crd()), OPTS)
-    rt = await _until(lambda: reg.catalog_for("a").resolve("example.com", "", "widgets"))
+    rt = await until(lambda: reg.catalog_for("a").resolve("example.com", "", "widgets"))
     await reg.store(rt).create(A, "default", json.loads(widget("w", {"size": "small"})), OPTS)
     # As a logical cluster's deletion removes its CRDs: by prefix, past every finalizer.
     await reg.storage.delete_prefix(keys.list_prefix(reg.crds.crd_type, "a"))
-    await _until(lambda: reg.catalog_for("a") is catalog.Catalog.builtin())
+    await until(lambda: reg.catalog_for("a") is catalog.Catalog.builtin())
 
     async def gone() -> bool:
         return not (await reg.storage.range(keys.list_prefix(rt, "a"))).items
