@@ -10,9 +10,9 @@ from pathlib import Path
 
 from minikcp.auth import pki
 from minikcp.cli import attach, kubeconfigs, serve, ws
-from minikcp.controllers import workload_simulator
 from minikcp.machinery import request_info
 from minikcp.server import nonresource
+from minikcp.simulator import simulator as workload_simulator
 from minikcp.syncer import target as sync_target
 
 

@@ -19,11 +19,12 @@ from aiohttp import web
 from minikcp.auth import authn, pki, service_accounts, tls, token_file
 from minikcp.cli import kubeconfigs
 from minikcp.controllers import crds as crd_controller
-from minikcp.controllers import rbac_aggregation, workload_simulator
+from minikcp.controllers import rbac_aggregation
 from minikcp.controllers import workspaces as workspace_controller
 from minikcp.machinery import rbac, users
 from minikcp.registry import registry, token_requests
 from minikcp.server import app as server_app
+from minikcp.simulator import simulator as workload_simulator
 from minikcp.syncer import syncer as workload_syncer
 from minikcp.syncer import target as sync_target
 from minikcp.tenancy import workspaces

@@ -1,4 +1,4 @@
-"""In-process controllers (namespaces, CRDs, garbage collection, workspaces).
+"""In-process controllers that every minikcp runs (CRDs, workspaces, RBAC aggregation).
 
 They call the registry in-process, never loopback HTTP.
 """

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from minikcp.controllers import rollout
+from minikcp.simulator import rollout
 
 NODE_NAME = "simulated-node"
 HOST_IP = "10.0.0.2"

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from minikcp.controllers import rollout
+from minikcp.simulator import rollout
 
 NO_PROGRESS_DEADLINE = 2**31 - 1
 

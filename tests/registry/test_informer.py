@@ -5,8 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from minikcp.controllers import informer
-from minikcp.registry import objects, registry
+from minikcp.registry import informer, objects, registry
 from minikcp.registry.objects import StoredObject
 from tests.in_process import until
 

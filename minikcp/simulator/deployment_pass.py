@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from minikcp.controllers import deployment_conditions, pod_lifecycle, replica_set_pass, rollout
-from minikcp.controllers.workload_objects import WorkloadObjects
 from minikcp.machinery import errors
 from minikcp.registry.objects import RequestContext, StoredObject
+from minikcp.simulator import deployment_conditions, pod_lifecycle, replica_set_pass, rollout
+from minikcp.simulator.workload_objects import WorkloadObjects
 
 
 class DeploymentPass:

@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from minikcp.controllers import deployment_conditions as dc
-from minikcp.controllers import rollout
-from tests.controllers.builders import NOW, deployment, rs
+from minikcp.simulator import deployment_conditions as dc
+from minikcp.simulator import rollout
+from tests.simulator.builders import NOW, deployment, rs
 
 
 def conditions(status: dict[str, Any]) -> dict[str, tuple[str, str]]:

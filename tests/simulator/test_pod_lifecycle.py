@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from minikcp.controllers import pod_lifecycle as pl
-from minikcp.controllers import replica_set_pass
+from minikcp.simulator import pod_lifecycle as pl
+from minikcp.simulator import replica_set_pass
 
 NOW = 1_800_000_000.0
 

@@ -12,10 +12,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from minikcp.controllers import pod_lifecycle, rollout
-from minikcp.controllers.workload_objects import WorkloadObjects
 from minikcp.machinery import errors
 from minikcp.registry.objects import RequestContext, StoredObject
+from minikcp.simulator import pod_lifecycle, rollout
+from minikcp.simulator.workload_objects import WorkloadObjects
 
 REPLICA_FAILURE = "ReplicaFailure"
 # How soon a ReplicaSet whose pods could not be created or deleted tries again.

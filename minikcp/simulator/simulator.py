@@ -24,13 +24,13 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from minikcp.controllers import deployment_pass, informer, replica_set_pass, rollout
-from minikcp.controllers.pod_lifecycle import SimulatorOptions
-from minikcp.controllers.workload_objects import WorkloadObjects
 from minikcp.machinery import errors
-from minikcp.registry import registry
+from minikcp.registry import informer, registry
 from minikcp.registry.objects import RequestContext, StoredObject
 from minikcp.runtime.work_queue import ShutDown, WorkQueue
+from minikcp.simulator import deployment_pass, replica_set_pass, rollout
+from minikcp.simulator.pod_lifecycle import SimulatorOptions
+from minikcp.simulator.workload_objects import WorkloadObjects
 
 logger = logging.getLogger(__name__)
 

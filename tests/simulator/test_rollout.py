@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from minikcp.controllers import rollout
-from tests.controllers.builders import deployment, rs, template
+from minikcp.simulator import rollout
+from tests.simulator.builders import deployment, rs, template
 
 
 @pytest.mark.parametrize(

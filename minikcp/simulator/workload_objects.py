@@ -10,11 +10,11 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from minikcp.controllers import informer, pod_lifecycle, rollout
 from minikcp.machinery import errors
-from minikcp.registry import registry
+from minikcp.registry import informer, registry
 from minikcp.registry import store as generic_store
 from minikcp.registry.objects import RequestContext, StoredObject, WriteOptions
+from minikcp.simulator import pod_lifecycle, rollout
 
 logger = logging.getLogger(__name__)
 
