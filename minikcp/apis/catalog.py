@@ -8,113 +8,38 @@ derived from the built-ins (discovery, OpenAPI, compiled schemas) are computed o
 
 from __future__ import annotations
 
-import base64
 import functools
-import hashlib
 import importlib.resources
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
-Schema = Mapping[str, Any]
+from minikcp.apis import kcp_kinds
+
+# The shared types live below both this module and the kcp-style kinds; they are named here too,
+# as the catalog is where the rest of the server looks them up.
+from minikcp.apis.resource_types import CRUD_VERBS as CRUD_VERBS
+from minikcp.apis.resource_types import STATUS_VERBS as STATUS_VERBS
+from minikcp.apis.resource_types import CustomResource as CustomResource
+from minikcp.apis.resource_types import ResourceType as ResourceType
+from minikcp.apis.resource_types import Schema as Schema
+from minikcp.apis.resource_types import Subresource as Subresource
 
 KUBERNETES_MINOR = 32
 _DEFINITIONS_FILE = "kubernetes-json-schema/v1.32.0-local/_definitions.json"
-
-# Verbs as discovery lists them: sorted, as kube-apiserver's installer does.
-CRUD_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
-STATUS_VERBS = ("get", "patch", "update")
 
 
 @functools.cache
 def upstream_definitions() -> Mapping[str, Schema]:
     """The `$defs` of the pinned upstream JSON schemas (kubernetes-validate), loaded once, plus
     those of minikcp's kcp-style kinds (`kcp_kinds`), which are served like built-ins."""
-    from minikcp.apis import kcp_kinds  # it builds on this module's types
-
     root = importlib.resources.files("kubernetes_validate")
     data = orjson.loads(root.joinpath(_DEFINITIONS_FILE).read_bytes())
     defs: dict[str, Schema] = data["$defs"]
     defs.update(kcp_kinds.definitions())
     return defs
-
-
-@dataclass(frozen=True, slots=True)
-class Subresource:
-    name: str  # "status", "scale", "finalize"
-    group: str  # of the kind the subresource speaks, e.g. "autoscaling" for scale
-    version: str
-    kind: str
-    verbs: tuple[str, ...]
-
-    @property
-    def api_version(self) -> str:
-        return f"{self.group}/{self.version}" if self.group else self.version
-
-
-@dataclass(frozen=True, slots=True)
-class CustomResource:
-    """What a CRD version adds to a served type; JSON kept as bytes so the type stays hashable.
-
-    Two logical clusters with the same CRD get equal types (one store, one compiled schema);
-    different schemas give different types.
-    """
-
-    schema: bytes  # the version's openAPIV3Schema
-    printer_columns: bytes = b"[]"  # additionalPrinterColumns
-    # subresources.scale: spec replicas, status replicas and label selector JSON paths.
-    scale_paths: tuple[str, str, str] | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class ResourceType:
-    group: str  # "" for the core group
-    version: str
-    kind: str
-    plural: str
-    singular: str
-    namespaced: bool
-    short_names: tuple[str, ...] = ()
-    categories: tuple[str, ...] = ()
-    verbs: tuple[str, ...] = CRUD_VERBS
-    list_kind: str = ""
-    definition: str = ""  # the schema's name, e.g. "io.k8s.api.apps.v1.Deployment"
-    subresources: tuple[Subresource, ...] = ()
-    # Built-in kinds are decoded into Go structs upstream (type errors are 400 BadRequest);
-    # CRD-derived kinds are validated against a structural schema (type errors are 422 Invalid).
-    builtin: bool = True
-    # The group/version/kind the objects are stored as; defaults to this type's own.
-    storage_gvk: tuple[str, str, str] | None = None
-    # Set for kinds served from a CustomResourceDefinition.
-    custom: CustomResource | None = None
-
-    @property
-    def group_version(self) -> str:
-        return f"{self.group}/{self.version}" if self.group else self.version
-
-    @property
-    def api_version(self) -> str:
-        return self.group_version
-
-    @property
-    def storage_version_hash(self) -> str:
-        """Upstream's hash: the first 8 bytes of sha256("group/version/kind"), base64."""
-        group, version, kind = self.storage_gvk or (self.group, self.version, self.kind)
-        digest = hashlib.sha256(f"{group}/{version}/{kind}".encode()).digest()
-        return base64.b64encode(digest[:8]).decode()
-
-    def subresource(self, name: str) -> Subresource | None:
-        for sub in self.subresources:
-            if sub.name == name:
-                return sub
-        return None
-
-    def names(self) -> tuple[str, ...]:
-        """Every name a client may use for this type: plural, singular, short names."""
-        return (self.plural, self.singular, *self.short_names)
 
 
 def _status(group: str, version: str, kind: str) -> Subresource:
@@ -496,6 +421,4 @@ class Catalog:
 
 @functools.cache
 def _builtin_catalog() -> Catalog:
-    from minikcp.apis import kcp_kinds  # it builds on this module's types
-
     return Catalog(BUILTIN_TYPES + kcp_kinds.resource_types())

@@ -21,7 +21,7 @@ from typing import Any
 
 import yaml
 
-from minikcp.apis.catalog import CRUD_VERBS, STATUS_VERBS, ResourceType, Schema, Subresource
+from minikcp.apis.resource_types import CRUD_VERBS, STATUS_VERBS, ResourceType, Schema, Subresource
 
 _DEFS_REF = "#/$defs/"
 _META = "io.k8s.apimachinery.pkg.apis.meta.v1."

@@ -13,21 +13,45 @@ import asyncio
 import contextlib
 import logging
 import time
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any, Protocol
 
 from minikcp.machinery import errors, list_options
+from minikcp.registry import registry as upstream_registry
 from minikcp.registry.objects import RequestContext, StoredObject
 from minikcp.syncer import client as downstream
 from minikcp.syncer import reconcile, translate
-
-if TYPE_CHECKING:
-    from minikcp.syncer.syncer import Syncer
-    from minikcp.syncer.target import TargetWorker
+from minikcp.syncer.target import Settings, TargetWorker
 
 logger = logging.getLogger(__name__)
 
 
-async def _holders(syncer: Syncer, worker: TargetWorker) -> list[tuple[str, StoredObject]]:
+class Context(Protocol):
+    """What detaching needs of the syncer that runs the target (`syncer.Syncer`)."""
+
+    registry: upstream_registry.Registry
+    settings: Settings
+
+    def workers_for(self, cluster: str) -> list[TargetWorker]: ...
+
+    async def enqueue_all(self, workers: list[TargetWorker]) -> None: ...
+
+    async def update_target(
+        self, obj: StoredObject, change: Callable[[dict[str, Any]], None], *, subresource: str = ""
+    ) -> bool: ...
+
+    async def write_status(
+        self,
+        obj: StoredObject,
+        worker: TargetWorker | None,
+        *,
+        problem: str = "",
+        heartbeat: bool = False,
+        extra_conditions: tuple[dict[str, str], ...] = (),
+    ) -> bool: ...
+
+
+async def _holders(syncer: Context, worker: TargetWorker) -> list[tuple[str, StoredObject]]:
     """Upstream objects still holding this target's finalizer."""
     out: list[tuple[str, StoredObject]] = []
     clusters = ["*"] if "*" in worker.serves else sorted(worker.serves)
@@ -50,7 +74,7 @@ def _downstream_left(worker: TargetWorker) -> list[str]:
     )
 
 
-async def detach(syncer: Syncer, worker: TargetWorker, obj: StoredObject) -> None:
+async def detach(syncer: Context, worker: TargetWorker, obj: StoredObject) -> None:
     worker.deleting = True
     deadline = time.monotonic() + syncer.settings.detach_timeout
     # Other targets take over the replicas; this one withdraws everything.
@@ -89,7 +113,7 @@ async def detach(syncer: Syncer, worker: TargetWorker, obj: StoredObject) -> Non
         await remove_cleanup_finalizer(syncer, current)
 
 
-async def _current(syncer: Syncer, obj: StoredObject) -> StoredObject | None:
+async def _current(syncer: Context, obj: StoredObject) -> StoredObject | None:
     rt = syncer.registry.catalog.by_resource(*translate.SYNC_TARGET)
     assert rt is not None
     return await syncer.registry.store(rt).find(
@@ -126,7 +150,7 @@ async def _delete_namespaces(worker: TargetWorker, deadline: float) -> list[str]
     return [f"namespace {n}" for n in remaining]
 
 
-async def _release(syncer: Syncer, worker: TargetWorker, name: str, item: StoredObject) -> None:
+async def _release(syncer: Context, worker: TargetWorker, name: str, item: StoredObject) -> None:
     s = worker.synced[name]
     finalizer = worker.ref.finalizer
 
@@ -148,7 +172,7 @@ async def _release(syncer: Syncer, worker: TargetWorker, name: str, item: Stored
         )
 
 
-async def remove_cleanup_finalizer(syncer: Syncer, obj: StoredObject) -> None:
+async def remove_cleanup_finalizer(syncer: Context, obj: StoredObject) -> None:
     def change(current: dict[str, Any]) -> None:
         current["metadata"]["finalizers"] = translate.finalizers_without(
             current["metadata"], translate.CLEANUP_FINALIZER
