@@ -4,19 +4,16 @@ from __future__ import annotations
 
 import argparse
 import base64
-import json
-import ssl
 import sys
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from minikcp.machinery import names, request_info
+from minikcp.cli import connection
+from minikcp.machinery import names
 from minikcp.syncer import kubeconfig
 
 SECRET_NAMESPACE = "kube-system"  # never placed on a target, so the kubeconfig stays here
@@ -28,7 +25,6 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     attach.add_argument("name", help="SyncTarget name")
     attach.add_argument("--kubeconfig", required=True, type=Path, help="the cluster's kubeconfig")
     attach.add_argument("--context", default=None, help="context of the kubeconfig to use")
-    attach.add_argument("--cluster", default="root", help="logical cluster of the SyncTarget")
     attach.add_argument(
         "--labels", default="", help="SyncTarget labels, k=v[,k=v] (namespaces select by them)"
     )
@@ -41,51 +37,25 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         help="logical clusters whose namespaces it takes, comma-separated, * for all "
         "(default: --cluster)",
     )
-    _server_args(attach)
+    attach.add_argument(
+        "--wait",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="wait until the target is Ready, printing its progress (default: on a terminal)",
+    )
+    attach.add_argument("--timeout", default=120.0, type=float, help="seconds --wait waits")
+    connection.add_arguments(attach)
     detach = sub.add_parser("detach", help="delete a SyncTarget and what was synced to it")
     detach.add_argument("name")
-    detach.add_argument("--cluster", default="root")
     detach.add_argument("--timeout", default=120.0, type=float, help="seconds to wait")
-    _server_args(detach)
+    connection.add_arguments(detach)
 
 
-def _server_args(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--root-dir", default=".minikcp", type=Path)
-    parser.add_argument("--server", default="", help="base URL (default: from admin.kubeconfig)")
-
-
-class _Api:
-    """Requests to minikcp as its admin (the client certificate under the root dir)."""
-
-    def __init__(self, root: Path, server: str, cluster: str) -> None:
-        if not server:
-            admin = yaml.safe_load((root / "admin.kubeconfig").read_text())
-            server = next(c["cluster"]["server"] for c in admin["clusters"] if c["name"] == "base")
-        self.base = f"{server.rstrip('/')}/clusters/{cluster}"
-        self.ctx = ssl.create_default_context(cafile=str(root / "ca.crt"))
-        self.ctx.load_cert_chain(root / "admin.crt", root / "admin.key")
-
-    def call(
-        self, method: str, path: str, body: Any = None, content_type: str = "application/json"
-    ) -> tuple[int, dict[str, Any]]:
-        data = json.dumps(body).encode() if body is not None else None
-        req = urllib.request.Request(
-            self.base + path, data=data, method=method, headers={"Content-Type": content_type}
-        )
-        try:
-            with urllib.request.urlopen(req, context=self.ctx, timeout=30) as resp:
-                return resp.status, json.loads(resp.read() or b"{}")
-        except urllib.error.HTTPError as err:
-            with err:
-                raw = err.read()
-            try:
-                return err.code, json.loads(raw or b"{}")
-            except ValueError:
-                return err.code, {"message": raw.decode(errors="replace")}
-
-    def apply(self, path: str, obj: dict[str, Any]) -> tuple[int, dict[str, Any]]:
-        query = urllib.parse.urlencode({"fieldManager": _MANAGER, "force": "true"})
-        return self.call("PATCH", f"{path}?{query}", obj, "application/apply-patch+yaml")
+def _apply(
+    api: connection.Connection, path: str, obj: dict[str, Any]
+) -> tuple[int, dict[str, Any]]:
+    query = urllib.parse.urlencode({"fieldManager": _MANAGER, "force": "true"})
+    return api.call("PATCH", f"{path}?{query}", obj, "application/apply-patch+yaml")
 
 
 def _parse_labels(text: str) -> dict[str, str]:
@@ -110,13 +80,12 @@ def secret_name(target: str) -> str:
 
 
 def attach(args: argparse.Namespace) -> int:
-    if not request_info.valid_cluster_name(args.cluster) or args.cluster == "*":
-        print(f"minikcp: invalid logical cluster path {args.cluster!r}", file=sys.stderr)
-        return 2
+    """Stores the kubeconfig and the SyncTarget; raises CommandError on any failure."""
     problems = names.dns1123_subdomain_errors(args.name)
     if problems:
-        print(f"minikcp: invalid SyncTarget name {args.name!r}: {problems[0]}", file=sys.stderr)
-        return 2
+        raise connection.CommandError(
+            f"invalid SyncTarget name {args.name!r}: {problems[0]}", code=2
+        )
     try:
         labels = _parse_labels(args.labels)
         config = kubeconfig.flatten(
@@ -126,9 +95,8 @@ def attach(args: argparse.Namespace) -> int:
         )
         kubeconfig.connection(config)  # refuse what the syncer could not use
     except (ValueError, OSError) as exc:
-        print(f"minikcp: {exc}", file=sys.stderr)
-        return 2
-    api = _Api(args.root_dir, args.server, args.cluster)
+        raise connection.CommandError(str(exc), code=2) from None
+    api = connection.connect(args)
     secret = {
         "apiVersion": "v1",
         "kind": "Secret",
@@ -136,12 +104,11 @@ def attach(args: argparse.Namespace) -> int:
         "type": "Opaque",
         "data": {"kubeconfig": base64.b64encode(yaml.safe_dump(config).encode()).decode()},
     }
-    code, body = api.apply(
-        f"/api/v1/namespaces/{SECRET_NAMESPACE}/secrets/{secret_name(args.name)}", secret
+    code, body = _apply(
+        api, f"/api/v1/namespaces/{SECRET_NAMESPACE}/secrets/{secret_name(args.name)}", secret
     )
     if code >= 300:
-        print(f"minikcp: storing the kubeconfig failed: {body.get('message')}", file=sys.stderr)
-        return 1
+        raise connection.CommandError(f"storing the kubeconfig failed: {_message(code, body)}")
     spec: dict[str, Any] = {
         "kubeconfigSecretRef": {
             "namespace": SECRET_NAMESPACE,
@@ -159,24 +126,80 @@ def attach(args: argparse.Namespace) -> int:
         "metadata": {"name": args.name, "labels": labels},
         "spec": spec,
     }
-    code, body = api.apply(f"/apis/workload.kcp.io/v1alpha1/synctargets/{args.name}", target)
+    code, body = _apply(api, _target_path(args.name), target)
     if code >= 300:
-        print(f"minikcp: creating the SyncTarget failed: {body.get('message')}", file=sys.stderr)
-        return 1
-    print(f"synctarget.workload.kcp.io/{args.name} attached in {args.cluster}")
-    return 0
+        raise connection.CommandError(f"creating the SyncTarget failed: {_message(code, body)}")
+    print(f"synctarget.workload.kcp.io/{args.name} attached in {api.cluster}", flush=True)
+    wait = sys.stdout.isatty() if args.wait is None else args.wait
+    return _wait_ready(api, args.name, args.timeout) if wait else 0
+
+
+def _target_path(name: str) -> str:
+    return f"/apis/workload.kcp.io/v1alpha1/synctargets/{name}"
+
+
+def _message(code: int, body: dict[str, Any]) -> str:
+    return str(body.get("message") or f"HTTP {code}")
+
+
+def _wait_ready(api: connection.Connection, name: str, timeout: float) -> int:
+    """Prints each step the syncer reports for the target until it is Ready or time runs out."""
+    deadline = time.monotonic() + timeout
+    said: set[str] = set()
+    reason = "the syncer has not reported on the target yet"
+    while time.monotonic() < deadline:
+        code, body = api.call("GET", _target_path(name))
+        if code >= 300:
+            raise connection.CommandError(f"reading the SyncTarget failed: {_message(code, body)}")
+        status = body.get("status") or {}
+        conditions = {c.get("type"): c for c in status.get("conditions") or ()}
+        ready = conditions.get("Ready") or {}
+        if ready:
+            reason = str(ready.get("message") or ready.get("reason") or reason)
+        for line in progress_lines(status):
+            if line not in said:
+                said.add(line)
+                print(line, flush=True)
+        if ready.get("status") == "True" and status.get("syncedResources"):
+            return 0
+        time.sleep(0.25)
+    raise connection.CommandError(
+        f"synctarget {name!r} not Ready after {timeout:g}s: {reason}", code=1
+    )
+
+
+def progress_lines(status: dict[str, Any]) -> list[str]:
+    """What a SyncTarget's status says of its progress, one line per step reached."""
+    lines: list[str] = []
+    conditions = {c.get("type"): c for c in status.get("conditions") or ()}
+    if status.get("lastSyncerHeartbeatTime"):
+        lines.append("connected: the target answers")
+    synced = status.get("syncedResources") or []
+    if synced:
+        accepted = [r for r in synced if r.get("state") == "Accepted"]
+        refused = [
+            f"{r.get('resource')}.{r.get('group')}".rstrip(".")
+            for r in synced
+            if r.get("state") != "Accepted"
+        ]
+        line = f"resources negotiated: {len(accepted)} accepted"
+        if refused:
+            line += f", incompatible: {', '.join(refused)}"
+        lines.append(line)
+    if (conditions.get("Ready") or {}).get("status") == "True" and synced:
+        lines.append("ready: the syncer is pushing workloads to the target")
+    return lines
 
 
 def detach(args: argparse.Namespace) -> int:
-    api = _Api(args.root_dir, args.server, args.cluster)
-    path = f"/apis/workload.kcp.io/v1alpha1/synctargets/{args.name}"
+    api = connection.connect(args)
+    path = _target_path(args.name)
     code, body = api.call("DELETE", path)
     if code == 404:
-        print(f"minikcp: synctarget {args.name!r} not found in {args.cluster}", file=sys.stderr)
-        return 1
+        raise connection.CommandError(f"synctarget {args.name!r} not found in {api.cluster}")
     if code >= 300:
-        print(f"minikcp: {body.get('message')}", file=sys.stderr)
-        return 1
+        raise connection.CommandError(_message(code, body))
+    print(f"synctarget {args.name}: removing what was synced to it", flush=True)
     deadline = time.monotonic() + args.timeout
     outcome: dict[str, Any] | None = None
     while time.monotonic() < deadline:
@@ -188,8 +211,7 @@ def detach(args: argparse.Namespace) -> int:
                 outcome = condition
         time.sleep(0.25)
     else:
-        print(f"minikcp: synctarget {args.name!r} still being detached", file=sys.stderr)
-        return 1
+        raise connection.CommandError(f"synctarget {args.name!r} still being detached")
     api.call("DELETE", f"/api/v1/namespaces/{SECRET_NAMESPACE}/secrets/{secret_name(args.name)}")
     if outcome is not None and outcome.get("status") != "True":
         print(f"synctarget {args.name} detached; {outcome.get('message', '')}")

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from minikcp.auth import pki
-from minikcp.cli import attach, kubeconfigs, serve, ws
+from minikcp.cli import attach, connection, kubeconfigs, serve, ws
 from minikcp.machinery import request_info
 from minikcp.server import nonresource
 from minikcp.simulator import simulator as workload_simulator
@@ -126,7 +126,12 @@ def _parser() -> argparse.ArgumentParser:
     start.add_argument("-v", "--verbose", action="store_true")
     kc = sub.add_parser("kubeconfig", help="print or write a kubeconfig for a logical cluster")
     kc.add_argument("--root-dir", default=".minikcp", type=Path)
-    kc.add_argument("--cluster", default="root", help="logical cluster path, e.g. root:org")
+    kc.add_argument(
+        "--cluster",
+        default=None,
+        help="logical cluster path, e.g. root:org (default: the current workspace of your "
+        "kubeconfig when it is this server's, else root)",
+    )
     kc.add_argument("--server", default="", help="base URL (default: from admin.kubeconfig)")
     kc.add_argument(
         "--user",
@@ -159,12 +164,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "version":
         print(f"minikcp 0.1.0 (serving Kubernetes {nonresource.GIT_VERSION})")
         return 0
-    if args.command == "kubeconfig":
-        return _kubeconfig(args)
-    if args.command == "attach":
-        return attach.attach(args)
-    if args.command == "detach":
-        return attach.detach(args)
+    commands = {"kubeconfig": _kubeconfig, "attach": attach.attach, "detach": attach.detach}
+    if args.command in commands:
+        try:
+            return commands[args.command](args)
+        except connection.CommandError as exc:
+            print(f"minikcp: {exc}", file=sys.stderr)
+            return exc.code
+        except KeyboardInterrupt:
+            return 130
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
@@ -216,20 +224,13 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _kubeconfig(args: argparse.Namespace) -> int:
-    if not request_info.valid_cluster_name(args.cluster) or args.cluster == "*":
-        print(f"minikcp: invalid logical cluster path {args.cluster!r}", file=sys.stderr)
-        return 2
     root: Path = args.root_dir
     if not (root / "ca.crt").exists():
-        print(f"minikcp: no credentials under {root}; run `minikcp start` first", file=sys.stderr)
-        return 1
-    base = args.server
-    if not base:
-        import yaml
-
-        admin = yaml.safe_load((root / "admin.kubeconfig").read_text())
-        base = next(c["cluster"]["server"] for c in admin["clusters"] if c["name"] == "base")
-    base = base.rstrip("/")
+        raise connection.CommandError(f"no credentials under {root}; run `minikcp start` first")
+    base = args.server.rstrip("/") or _admin_base_url(root)
+    cluster = args.cluster or _current_workspace(base) or "root"
+    if not request_info.valid_cluster_name(cluster) or cluster == "*":
+        raise connection.CommandError(f"invalid logical cluster path {cluster!r}", code=2)
     if args.user:
         groups = tuple(g.strip() for g in args.groups.split(",") if g.strip())
         cert, key = pki.issue_client_certificate(root, args.user, groups, days=args.days)
@@ -239,18 +240,46 @@ def _kubeconfig(args: argparse.Namespace) -> int:
             cert_pem=cert,
             key_pem=key,
             base_url=base,
-            cluster=args.cluster,
+            cluster=cluster,
         )
     else:
         creds = pki.ensure_credentials(root, [])
-        config = kubeconfigs.build(
-            creds, base_url=base, current=args.cluster, clusters=(args.cluster,)
-        )
+        config = kubeconfigs.build(creds, base_url=base, current=cluster, clusters=(cluster,))
     if args.output:
-        kubeconfigs.write(args.output, config)
+        try:
+            kubeconfigs.write(args.output, config)
+        except OSError as exc:
+            raise connection.CommandError(f"cannot write {str(args.output)!r}: {exc}") from None
     else:
         sys.stdout.write(kubeconfigs.dump(config))
     return 0
+
+
+def _admin_base_url(root: Path) -> str:
+    """The server URL `minikcp start` wrote into the root dir's admin kubeconfig."""
+    import yaml
+
+    try:
+        admin = yaml.safe_load((root / "admin.kubeconfig").read_text())
+        return str(
+            next(c["cluster"]["server"] for c in admin["clusters"] if c["name"] == "base")
+        ).rstrip("/")
+    except (OSError, yaml.YAMLError, KeyError, TypeError, StopIteration):
+        raise connection.CommandError(
+            f"no admin kubeconfig under {root}: pass --server or run `minikcp start` first"
+        ) from None
+
+
+def _current_workspace(base: str) -> str | None:
+    """The workspace the user's kubeconfig is in, when that kubeconfig points at this server."""
+    try:
+        args = argparse.Namespace(
+            root_dir=None, upstream_kubeconfig=None, upstream_context=None, server="", cluster=None
+        )
+        current = connection.connect(args)
+    except connection.CommandError:
+        return None
+    return current.cluster if current.base_url == base else None
 
 
 if __name__ == "__main__":

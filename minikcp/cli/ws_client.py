@@ -19,10 +19,16 @@ class ClientError(Exception):
 
 class Client:
     def __init__(
-        self, server: str, cluster: dict[str, Any], user: dict[str, Any], *, base: Path
+        self,
+        server: str,
+        cluster: dict[str, Any],
+        user: dict[str, Any],
+        *,
+        base: Path,
+        user_agent: str = "kubectl-ws/minikcp",
     ) -> None:
         self.server = server
-        self._headers = {"Accept": "application/json", "User-Agent": "kubectl-ws/minikcp"}
+        self._headers = {"Accept": "application/json", "User-Agent": user_agent}
         if user.get("token"):
             self._headers["Authorization"] = f"Bearer {user['token']}"
         self._ssl = self._context(cluster, user, base)
@@ -57,11 +63,13 @@ class Client:
                 os.unlink(name)
         return ctx
 
-    def request(self, method: str, url: str, body: Any = None) -> tuple[int, Any]:
+    def request(
+        self, method: str, url: str, body: Any = None, *, content_type: str = "application/json"
+    ) -> tuple[int, Any]:
         data = json.dumps(body).encode() if body is not None else None
         headers = dict(self._headers)
         if data is not None:
-            headers["Content-Type"] = "application/json"
+            headers["Content-Type"] = content_type
         req = urllib.request.Request(url, data=data, method=method, headers=headers)
         try:
             with urllib.request.urlopen(req, context=self._ssl, timeout=30) as resp:
@@ -69,7 +77,9 @@ class Client:
         except urllib.error.HTTPError as err:
             with err:
                 return err.code, _json(err.read())
-        except (urllib.error.URLError, OSError) as exc:
+        except urllib.error.URLError as exc:
+            raise ClientError(f"cannot reach {url}: {exc.reason}") from None
+        except OSError as exc:
             raise ClientError(f"cannot reach {url}: {exc}") from None
 
     def get(self, url: str) -> tuple[int, Any]:
