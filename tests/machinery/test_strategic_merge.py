@@ -1,4 +1,4 @@
-"""Strategic merge patch: upstream's apply cases, real kinds, malformed patches, properties."""
+"""Strategic merge patch: the directive and list-kind tables over a test schema, then real kinds."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ from typing import Any
 import kubernetes_validate
 import orjson
 import pytest
-import yaml
 
 from minikcp.machinery import errors
 from minikcp.machinery.schemas import SchemaNode
 from minikcp.machinery.strategic_merge import apply_strategic_merge
+from tests.machinery.strategic_merge_cases import ALL_CASES, ITEM, ITEM_DEFS, Case, Fails
 
 _SCHEMA_FILE = "kubernetes-json-schema/v1.32.0-local/_definitions.json"
 DEFS = orjson.loads((Path(kubernetes_validate.__file__).parent / _SCHEMA_FILE).read_bytes())[
@@ -26,87 +26,37 @@ SERVICE_KIND = SchemaNode.definition(DEFS, "io.k8s.api.core.v1.Service")
 NO_SCHEMA = SchemaNode.definition({}, "unknown")
 
 
-def _list_of(item: str, *, strategy: str = "", merge_key: str = "") -> dict[str, Any]:
-    node: dict[str, Any] = {"type": "array", "items": {"$ref": f"#/$defs/{item}"}}
-    if strategy:
-        node["x-kubernetes-patch-strategy"] = strategy
-    if merge_key:
-        node["x-kubernetes-patch-merge-key"] = merge_key
-    return node
-
-
-_INTS: dict[str, Any] = {"type": "array", "items": {"type": "integer"}}
-_STRING: dict[str, Any] = {"type": "string"}
-_STRING_MAP: dict[str, Any] = {"type": "object", "additionalProperties": _STRING}
-
-# The schema of upstream's test type MergeItem (patch_test.go, testdata/swagger-merge-item.json).
-# Upstream looks up `mergeItemPtr` as a list of MergeItem with merge key `name` (its cases only
-# ever hold lists there), so it is declared that way.
-MERGE_ITEM_DEFS: dict[str, Any] = {
-    "mergeItem": {
-        "type": "object",
-        "properties": {
-            "name": _STRING,
-            "value": _STRING,
-            "other": _STRING,
-            "mergingList": _list_of("mergeItem", strategy="merge", merge_key="name"),
-            "nonMergingList": _list_of("mergeItem"),
-            "mergingIntList": {**_INTS, "x-kubernetes-patch-strategy": "merge"},
-            "nonMergingIntList": _INTS,
-            "mergeItemPtr": _list_of("mergeItem", strategy="merge", merge_key="name"),
-            "simpleMap": _STRING_MAP,
-            "replacingItem": {"x-kubernetes-patch-strategy": "replace"},
-            "jsonItem": {},
-            "retainKeysMap": {
-                "$ref": "#/$defs/retainKeysMergeItem",
-                "x-kubernetes-patch-strategy": "retainKeys",
-            },
-            "retainKeysMergingList": _list_of(
-                "mergeItem", strategy="merge,retainKeys", merge_key="name"
-            ),
-        },
-    },
-    "retainKeysMergeItem": {
-        "type": "object",
-        "properties": {
-            "name": _STRING,
-            "value": _STRING,
-            "other": _STRING,
-            "simpleMap": _STRING_MAP,
-            "mergingList": _list_of("mergeItem", strategy="merge", merge_key="name"),
-            "nonMergingList": _list_of("mergeItem"),
-            "mergingIntList": {**_INTS, "x-kubernetes-patch-strategy": "merge"},
-        },
-    },
-}
-MERGE_ITEM = SchemaNode.definition(MERGE_ITEM_DEFS, "mergeItem")
-
-_UPSTREAM_FILE = Path(__file__).with_name("strategic_merge_upstream_cases.yaml")
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-UPSTREAM_CASES: list[dict[str, Any]] = yaml.load(_UPSTREAM_FILE.read_text(), Loader=_LOADER)
-
-
-@pytest.mark.parametrize("case", UPSTREAM_CASES, ids=[c["description"] for c in UPSTREAM_CASES])
-def test_upstream_case(case: dict[str, Any]) -> None:
-    if "error" in case:
+@pytest.mark.parametrize("case", ALL_CASES, ids=[c.description for c in ALL_CASES])
+def test_case(case: Case) -> None:
+    if isinstance(case.result, Fails):
         with pytest.raises(errors.StatusError) as raised:
-            apply_strategic_merge(case["original"], case["patch"], MERGE_ITEM)
-        assert case["error"] in raised.value.message
+            apply_strategic_merge(case.live, case.patch, ITEM)
+        assert case.result.message in raised.value.message
     else:
-        assert (
-            apply_strategic_merge(case["original"], case["patch"], MERGE_ITEM) == case["expected"]
-        )
+        assert apply_strategic_merge(case.live, case.patch, ITEM) == case.result
 
 
-def test_upstream_cases_cover_both_tables() -> None:
-    sources = {c["upstream"] for c in UPSTREAM_CASES}
-    assert sources == {
-        "customStrategicMergePatchTestCaseData",
-        "customStrategicMergePatchRawTestCases",
-        "createStrategicMergePatchTestCaseData",
-        "strategicMergePatchRawTestCases",
-    }
-    assert len(UPSTREAM_CASES) >= 250
+def _keys_and_directives(value: Any) -> set[str]:
+    """Every map key in `value`, with `$patch: <what>` for each `$patch` directive."""
+    if isinstance(value, list):
+        return {k for v in value for k in _keys_and_directives(v)}
+    if not isinstance(value, dict):
+        return set()
+    found = {k.partition("/")[0] for k in value}
+    if "$patch" in value:
+        found.add(f"$patch: {value['$patch']}")
+    return found.union(*(_keys_and_directives(v) for v in value.values()))
+
+
+def test_cases_cover_every_directive_and_field() -> None:
+    patches = _keys_and_directives([c.patch for c in ALL_CASES])
+    directives = {"$patch: replace", "$patch: delete", "$patch: merge", "$retainKeys"}
+    directives |= {"$setElementOrder", "$deleteFromPrimitiveList"}
+    assert directives <= patches
+    fields = set(ITEM_DEFS["item"]["properties"]) | set(ITEM_DEFS["member"]["properties"])
+    assert fields <= patches
+    assert fields <= _keys_and_directives([c.live for c in ALL_CASES])
+    assert sum(isinstance(c.result, Fails) for c in ALL_CASES) >= 10
 
 
 # --- real kinds -----------------------------------------------------------------------------

@@ -9,9 +9,9 @@ import pytest
 from minikcp.machinery import errors
 from minikcp.machinery.schemas import SchemaNode
 from minikcp.machinery.strategic_merge import apply_strategic_merge
+from tests.machinery.strategic_merge_cases import ITEM
 from tests.machinery.test_strategic_merge import (
     DEPLOYMENT,
-    MERGE_ITEM,
     WEB,
     _in_template,
 )
@@ -177,9 +177,9 @@ ERROR_CASES: list[tuple[str, dict[str, Any], SchemaNode, dict[str, Any], int, st
     ),
     (
         "a list of lists",
-        {"mergingIntList": []},
-        MERGE_ITEM,
-        {"mergingIntList": [[1, 2]]},
+        {"intSet": []},
+        ITEM,
+        {"intSet": [[1, 2]]},
         422,
         "Invalid",
         "the server rejected our request due to an error in our request",

@@ -11,23 +11,21 @@ from hypothesis import strategies as st
 from minikcp.machinery import errors
 from minikcp.machinery.schemas import SchemaNode
 from minikcp.machinery.strategic_merge import apply_strategic_merge, is_directive_key
-from tests.machinery.test_strategic_merge import (
-    MERGE_ITEM,
-    NO_SCHEMA,
-)
+from tests.machinery.strategic_merge_cases import ITEM
+from tests.machinery.test_strategic_merge import NO_SCHEMA
 
 # --- properties -----------------------------------------------------------------------------
 
 _KEYS = st.sampled_from(
     [
-        *("name", "value", "other", "mergingList", "nonMergingList", "mergingIntList"),
-        *("simpleMap", "retainKeysMap", "retainKeysMergingList", "unknown"),
+        *("name", "value", "other", "byName", "replacedList", "intSet", "intList"),
+        *("labels", "replacedMap", "union", "unionList", "unknown"),
     ]
 )
 _DIRECTIVE_KEYS = st.sampled_from(
     [
-        *("$patch", "$retainKeys", "$setElementOrder/mergingList"),
-        *("$setElementOrder/mergingIntList", "$deleteFromPrimitiveList/mergingIntList"),
+        *("$patch", "$retainKeys", "$setElementOrder/byName"),
+        *("$setElementOrder/intSet", "$deleteFromPrimitiveList/intSet"),
         *("$setElementOrder", "$deleteFromPrimitiveList"),
     ]
 )
@@ -50,7 +48,7 @@ def _documents(keys: st.SearchStrategy[str]) -> st.SearchStrategy[dict[str, Any]
 
 _LIVE = _documents(_KEYS)
 _PATCHES = _documents(_KEYS | _DIRECTIVE_KEYS)
-_SCHEMAS = st.sampled_from([MERGE_ITEM, NO_SCHEMA])
+_SCHEMAS = st.sampled_from([ITEM, NO_SCHEMA])
 
 
 def _directive_keys(value: Any) -> list[str]:
