@@ -113,6 +113,7 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
     _rt("v1", "ConfigMap", "configmaps", namespaced=True, short=("cm",)),
     _rt("v1", "Endpoints", "endpoints", namespaced=True, short=("ep",)),
     _rt("v1", "Event", "events", namespaced=True, short=("ev",)),
+    _rt("v1", "LimitRange", "limitranges", namespaced=True, short=("limits",)),
     _rt(
         "v1",
         "Namespace",
@@ -129,6 +130,14 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
         namespaced=True,
         short=("po",),
         categories=("all",),
+        subs=("status",),
+    ),
+    _rt(
+        "v1",
+        "ResourceQuota",
+        "resourcequotas",
+        namespaced=True,
+        short=("quota",),
         subs=("status",),
     ),
     _rt("v1", "Secret", "secrets", namespaced=True),

@@ -332,7 +332,34 @@ def _crd(obj: Obj) -> None:
                 break
 
 
+def _resources(item: Obj, field: str) -> dict[str, Any]:
+    found = item.get(field)
+    return dict(found) if isinstance(found, dict) else {}
+
+
+def _limit_range(obj: Obj) -> None:
+    """SetDefaults_LimitRangeItem: a Container item's default limit is its max, its default
+    request the default limit, else its min (empty lists are left out, as omitempty does)."""
+    spec = obj.get("spec")
+    for item in _dicts(spec.get("limits") if isinstance(spec, dict) else None):
+        if item.get("type") != "Container":
+            continue
+
+        default, request = _resources(item, "default"), _resources(item, "defaultRequest")
+        for key, value in _resources(item, "max").items():
+            default.setdefault(key, value)
+        for key, value in default.items():
+            request.setdefault(key, value)
+        for key, value in _resources(item, "min").items():
+            request.setdefault(key, value)
+        if default:
+            item["default"] = default
+        if request:
+            item["defaultRequest"] = request
+
+
 _DEFAULTERS: dict[tuple[str, str], Callable[[Obj], None]] = {
+    ("", "LimitRange"): _limit_range,
     ("", "Pod"): _pod,
     ("", "Service"): _service,
     ("", "Secret"): _secret,

@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from minikcp.apis import kcp_kinds, printers_apps, printers_core, printers_pod
+from minikcp.apis import kcp_kinds, printers_apps, printers_core, printers_pod, printers_quota
 from minikcp.apis import printer_base as base
 from minikcp.apis.printer_base import Printer
 from minikcp.apis.printer_docs import FIELD_DOCS
@@ -183,6 +183,8 @@ _PRINTERS: Final[dict[tuple[str, str], Printer]] = {
     ("", "Event"): printers_core.EVENT,
     ("events.k8s.io", "Event"): printers_core.EVENTS_V1_EVENT,
     ("", "Pod"): printers_pod.POD,
+    ("", "ResourceQuota"): printers_quota.RESOURCE_QUOTA,
+    ("", "LimitRange"): printers_quota.LIMIT_RANGE,
     ("apps", "Deployment"): printers_apps.DEPLOYMENT,
     ("apps", "ReplicaSet"): printers_apps.REPLICA_SET,
     ("batch", "Job"): printers_apps.JOB,

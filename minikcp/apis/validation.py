@@ -21,6 +21,7 @@ from minikcp.apis import (
     validation_apps,
     validation_core,
     validation_platform,
+    validation_quota,
 )
 from minikcp.apis.catalog import Catalog, ResourceType
 from minikcp.apis.shapes import Shape
@@ -451,6 +452,7 @@ _KIND_VALIDATORS: dict[tuple[str, str], KindValidator] = {
     **validation_apps.VALIDATORS,
     **validation_access.VALIDATORS,
     **validation_platform.VALIDATORS,
+    **validation_quota.VALIDATORS,
 }
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from minikcp.apis import catalog, kcp_kinds
 from minikcp.registry import rbac_policy, reviews, strategy
 from minikcp.registry import status_owners as owners
-from minikcp.registry.strategies import apps, auth, batch, core, custom, kcp, rbac
+from minikcp.registry.strategies import apps, auth, batch, core, custom, kcp, quota, rbac
 
 _BY_KIND: dict[tuple[str, str], type[strategy.Strategy]] = {
     ("", "Namespace"): core.NamespaceStrategy,
@@ -13,6 +13,8 @@ _BY_KIND: dict[tuple[str, str], type[strategy.Strategy]] = {
     ("", "Service"): core.ServiceStrategy,
     ("", "Secret"): core.SecretStrategy,
     ("", "Event"): core.EventStrategy,
+    ("", "ResourceQuota"): quota.ResourceQuotaStrategy,
+    ("", "LimitRange"): quota.LimitRangeStrategy,
     ("events.k8s.io", "Event"): core.EventsV1Strategy,
     ("apps", "Deployment"): apps.DeploymentStrategy,
     ("apps", "ReplicaSet"): apps.ReplicaSetStrategy,
