@@ -19,6 +19,7 @@ from aiohttp import web
 from minikcp.auth import authn, pki, service_accounts, tls, token_file
 from minikcp.cli import kubeconfigs
 from minikcp.controllers import crds as crd_controller
+from minikcp.controllers import namespaces as namespace_controller
 from minikcp.controllers import rbac_aggregation
 from minikcp.controllers import workspaces as workspace_controller
 from minikcp.machinery import rbac, users
@@ -169,7 +170,17 @@ async def serve(options: ServeOptions) -> None:
             )
             syncer_task = tasks.create_task(syncer.run(), name="syncer")
             crd_task = tasks.create_task(crd_controller.CrdController(reg).run(), name="crds")
-            background = [registry_task, resolver_task, controller_task, syncer_task, crd_task]
+            namespace_task = tasks.create_task(
+                namespace_controller.NamespaceController(reg).run(), name="namespaces"
+            )
+            background = [
+                registry_task,
+                resolver_task,
+                controller_task,
+                syncer_task,
+                crd_task,
+                namespace_task,
+            ]
             if options.simulate_workloads is not None:
                 simulator = workload_simulator.WorkloadSimulator(reg, options.simulate_workloads)
                 background.append(tasks.create_task(simulator.run(), name="workload-simulator"))

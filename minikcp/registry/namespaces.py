@@ -1,8 +1,13 @@
-"""Namespaces: built-in ones that cost nothing per logical cluster, and deletion by prefix.
+"""Namespaces: built-in ones that cost nothing per logical cluster, and their deletion.
 
 `default`, `kube-system` and `kube-public` exist in every logical cluster without being stored;
-they are written the first time somebody changes one. Deleting a namespace marks it Terminating,
-removes its contents with one storage prefix deletion per resource type, then removes it.
+they are written the first time somebody changes one. Deleting a namespace, as upstream's
+namespace storage, only marks it (deletionTimestamp, phase Terminating): the namespace controller
+(controllers/namespaces.py) deletes its content through the normal delete path, waits for
+finalizers, then removes the `kubernetes` finalizer, and the namespace goes once no finalizer
+(spec or metadata) is left. While it is terminating nothing new is created in it (the
+NamespaceLifecycle admission); creates it let through before are counted, so the controller can
+wait for them to end before it decides the namespace is empty.
 """
 
 from __future__ import annotations
@@ -10,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from minikcp.apis import catalog
@@ -31,16 +36,12 @@ VIRTUAL_REVISION = 1
 class NamespaceStore(generic_store.ResourceStore):
     """The namespaces resource: the generic store plus built-ins and cascading deletion."""
 
-    def __init__(
-        self,
-        *args: Any,
-        bootstrap_time: str,
-        namespaced_types: Callable[[str], Iterable[catalog.ResourceType]],
-        **kwargs: Any,
-    ) -> None:
+    def __init__(self, *args: Any, bootstrap_time: str, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._bootstrap_time = bootstrap_time
-        self._namespaced_types = namespaced_types
+        # Creates admitted and not yet over, per (cluster, namespace); see `settled`.
+        self._admitted: collections.Counter[tuple[str, str]] = collections.Counter()
+        self._idle: dict[tuple[str, str], asyncio.Event] = {}
         # (cluster, namespace) pairs known to accept new content, most recently used last.
         self._active: collections.OrderedDict[tuple[str, str], None] = collections.OrderedDict()
         self._epoch = 0
@@ -94,8 +95,38 @@ class NamespaceStore(generic_store.ResourceStore):
             return self.virtual(ctx.cluster, name)
         return found
 
-    async def check_writable(self, ctx: RequestContext, namespace: str) -> None:
-        """Admission for namespaced writes: the namespace exists and is not terminating."""
+    async def check_writable(
+        self, ctx: RequestContext, namespace: str, rt: catalog.ResourceType, name: str
+    ) -> Callable[[], None]:
+        """Admission of a create in `namespace` (NamespaceLifecycle): the namespace exists and
+        is not terminating. The create counts as in flight until it calls what this returns."""
+        cache_key = (ctx.cluster, namespace)
+        # Counted before the namespace is read: a deletion marked after this read cannot miss it.
+        self._admitted[cache_key] += 1
+        try:
+            await self._check(ctx, namespace, rt, name)
+        except BaseException:
+            self._release(cache_key)
+            raise
+        return lambda: self._release(cache_key)
+
+    def _release(self, cache_key: tuple[str, str]) -> None:
+        self._admitted[cache_key] -= 1
+        if self._admitted[cache_key] <= 0:
+            del self._admitted[cache_key]
+            idle = self._idle.pop(cache_key, None)
+            if idle is not None:
+                idle.set()
+
+    async def settled(self, cluster: str, namespace: str) -> None:
+        """Waits until no create admitted into the namespace is still in flight."""
+        cache_key = (cluster, namespace)
+        while cache_key in self._admitted:
+            await self._idle.setdefault(cache_key, asyncio.Event()).wait()
+
+    async def _check(
+        self, ctx: RequestContext, namespace: str, rt: catalog.ResourceType, name: str
+    ) -> None:
         cache_key = (ctx.cluster, namespace)
         if cache_key in self._active:
             self._active.move_to_end(cache_key)
@@ -110,20 +141,20 @@ class NamespaceStore(generic_store.ResourceStore):
         if ns.view().get("status", {}).get("phase") != "Terminating":
             self._remember_active(cache_key, epoch)
             return
-        raise errors.StatusError(
-            403,
-            "Forbidden",
+        refused = errors.forbidden(
+            rt.plural,
+            name,
             f"unable to create new content in namespace {namespace} because it is being terminated",
-            name=namespace,
-            kind="namespaces",
-            causes=[
-                errors.Cause(
-                    "NamespaceTerminating",
-                    f"namespace {namespace} is being terminated",
-                    "metadata.namespace",
-                )
-            ],
+            group=rt.group,
         )
+        refused.causes = [
+            errors.Cause(
+                "NamespaceTerminating",
+                f"namespace {namespace} is being terminated",
+                "metadata.namespace",
+            )
+        ]
+        raise refused
 
     async def list(
         self, ctx: RequestContext, namespace: str, opts: list_options.ListOptions
@@ -178,41 +209,39 @@ class NamespaceStore(generic_store.ResourceStore):
         options: Mapping[str, Any],
         opts: WriteOptions,
     ) -> tuple[StoredObject, bool]:
+        """The first deletion marks the namespace Terminating; it goes once it is finalized."""
         if name in BUILTIN_NAMESPACES:
             raise errors.forbidden("namespaces", name, "this namespace may not be deleted")
         current = await self.get(ctx, "", name)
+        want_uid = (options.get("preconditions") or {}).get("uid")
+        if want_uid and want_uid != current.metadata.get("uid"):
+            raise errors.conflict(
+                "namespaces",
+                name,
+                f"Precondition failed: UID in precondition: {want_uid}, "
+                f"UID in object meta: {current.metadata.get('uid', '')}",
+            )
         if opts.dry_run:
             return current, False
-        # Refuse new content here at once; other replicas learn it from the watch.
-        self._epoch += 1
-        self._active.pop((ctx.cluster, name), None)
-        if current.view().get("status", {}).get("phase") != "Terminating":
+        if not current.metadata.get("deletionTimestamp"):
+            # Refuse new content here at once; other replicas learn it from the watch.
+            self._epoch += 1
+            self._active.pop((ctx.cluster, name), None)
 
             def terminating(obj: dict[str, Any] | None) -> dict[str, Any]:
                 assert obj is not None
-                obj["metadata"]["deletionTimestamp"] = generic_store.now_rfc3339()
-                obj["metadata"]["deletionGracePeriodSeconds"] = 0
+                meta = obj["metadata"]
+                if not meta.get("deletionTimestamp"):
+                    meta["deletionTimestamp"] = generic_store.now_rfc3339()
+                    meta["deletionGracePeriodSeconds"] = 0
                 obj.setdefault("status", {})["phase"] = "Terminating"
                 return obj
 
             current = await self._mark(ctx, name, terminating)
-        # Versions of one custom resource share a prefix: delete each prefix once.
-        prefixes = {
-            keys.namespace_prefix(rt, ctx.cluster, name)
-            for rt in self._namespaced_types(ctx.cluster)
-        }
-        for prefix in sorted(prefixes):
-            try:
-                await self.storage.delete_prefix(prefix)
-            except storage_errors.StorageError as exc:
-                raise errors.service_unavailable(f"deleting namespace content: {exc}") from None
-        if current.metadata.get("finalizers"):
+        # Prior to the final deletion every spec finalizer must be gone (the controllers').
+        if (current.view().get("spec") or {}).get("finalizers"):
             return current, False
-        try:
-            deleted = await self.storage.delete(self.key(ctx.cluster, "", name))
-        except storage_errors.NotFound:
-            raise errors.not_found("namespaces", name) from None
-        return StoredObject(deleted.value, cluster=ctx.cluster, revision=deleted.mod_rev), True
+        return await super().delete(ctx, "", name, options, opts)
 
     async def _mark(
         self,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -85,7 +85,6 @@ class Registry:
             strategies.strategy_for(ns_type),
             storage,
             bootstrap_time=bootstrap_time,
-            namespaced_types=self._namespaced_types,
         )
         self._stores[ns_type] = self.namespaces
         crd_type = self.catalog.by_resource(
@@ -201,8 +200,14 @@ class Registry:
         deleted = await self.storage.delete_prefix(keys.list_prefix(rt, cluster))
         return len(deleted)
 
-    def _namespaced_types(self, cluster: str) -> Iterable[catalog.ResourceType]:
-        return [rt for rt in self.catalog_for(cluster).all_types() if rt.namespaced]
+    def namespaced_types(self, cluster: str) -> list[catalog.ResourceType]:
+        """One served type per storage prefix of namespaced objects in a logical cluster (the
+        versions of a resource share their objects)."""
+        found: dict[str, catalog.ResourceType] = {}
+        for rt in self.catalog_for(cluster).all_types():
+            if rt.namespaced and "delete" in rt.verbs:
+                found.setdefault(keys.resource_prefix(rt), rt)
+        return list(found.values())
 
     def admit(self, group: str, kind: str, hook: admission.Admission) -> None:
         """Adds `hook` to the writes of a kind (one hook per kind), in every logical cluster."""

@@ -27,7 +27,13 @@ from storage import interface as storage_interface
 _MAX_RETRIES = 16
 _SYSTEM_METADATA = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds")
 
-NamespaceCheck = Callable[[RequestContext, str], Awaitable[None]]
+# Admission of new content in a namespace; the returned callable is called once the create is
+# over (stored or failed), so a namespace deletion can wait for creates it let through.
+# Its arguments: the request, the namespace, the resource type and the object's name (or its
+# generateName), for the refusal's message.
+NamespaceCheck = Callable[
+    [RequestContext, str, catalog.ResourceType, str], Awaitable[Callable[[], None]]
+]
 
 
 _clock: tuple[int, str] = (0, "")
@@ -279,8 +285,26 @@ class ResourceStore:
         obj = self._normalise(obj, namespace)
         meta = obj["metadata"]
         namespace = meta.get("namespace", "")
-        if self.rt.namespaced and self._namespace_check is not None:
-            await self._namespace_check(ctx, namespace)
+        if not self.rt.namespaced or self._namespace_check is None:
+            return await self._create(ctx, namespace, obj, opts, prepared=prepared)
+        release = await self._namespace_check(
+            ctx, namespace, self.rt, str(meta.get("name") or meta.get("generateName") or "Unknown")
+        )
+        try:
+            return await self._create(ctx, namespace, obj, opts, prepared=prepared)
+        finally:
+            release()
+
+    async def _create(
+        self,
+        ctx: RequestContext,
+        namespace: str,
+        obj: dict[str, Any],
+        opts: WriteOptions,
+        *,
+        prepared: bool,
+    ) -> StoredObject:
+        meta = obj["metadata"]
         generate = not meta.get("name") and meta.get("generateName")
         if generate:
             meta["name"] = names.generate_name(meta["generateName"])
@@ -397,9 +421,7 @@ class ResourceStore:
                 return StoredObject.from_dict(new, cluster=ctx.cluster, revision=current.revision)
             key = self.key(ctx.cluster, namespace, name)
             try:
-                if old["metadata"].get("deletionTimestamp") and not new["metadata"].get(
-                    "finalizers"
-                ):
+                if old["metadata"].get("deletionTimestamp") and self.strategy.finalized(new):
                     # The last finalizer is gone: the pending deletion completes now.
                     deleted = await self.storage.delete(key, expected_mod_rev=current.revision)
                     return StoredObject(
@@ -445,6 +467,8 @@ class ResourceStore:
             meta["generation"] = old_meta["generation"]
         if subresource == "status":
             self.strategy.prepare_for_status_update(desired, old)
+        elif subresource == "finalize":
+            self.strategy.prepare_for_finalize(desired, old)
         else:
             self.strategy.apply_defaults(desired)
             self.strategy.prepare_for_update(desired, old)

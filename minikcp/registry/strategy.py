@@ -76,6 +76,24 @@ class Strategy:
         if status is not None:
             obj["status"] = status
 
+    def prepare_for_finalize(self, obj: dict[str, Any], old: Mapping[str, Any]) -> None:
+        """The finalize subresource (namespaces) changes spec.finalizers only."""
+        finalizers = obj.get("spec", {}).get("finalizers")
+        self.prepare_for_status_update(obj, old)
+        obj["status"] = old.get("status")
+        if "status" not in old:
+            del obj["status"]
+        spec = obj["spec"] = dict(old.get("spec") or {})
+        if finalizers:
+            spec["finalizers"] = finalizers
+        else:
+            spec.pop("finalizers", None)
+
+    @staticmethod
+    def finalized(obj: Mapping[str, Any]) -> bool:
+        """Whether an object being deleted may go now: no finalizer holds it."""
+        return not obj.get("metadata", {}).get("finalizers")
+
     def after_write(self, obj: dict[str, Any], old: Mapping[str, Any] | None, cluster: str) -> None:
         """Last adjustments once the object is final (e.g. status derived from spec)."""
 

@@ -12,6 +12,7 @@ import urllib.request
 import orjson
 import pytest
 
+from tests.e2e.polling import eventually
 from tests.server_process import ServerProcess
 
 pytestmark = pytest.mark.e2e
@@ -324,13 +325,36 @@ def test_terminating_namespace_refuses_new_content(server: ServerProcess, cluste
     code, _, answer = server.request("DELETE", f"{ns_path}/held")
     assert code == 200
     assert orjson.loads(answer)["status"]["phase"] == "Terminating"
-    code, _, answer = server.request("GET", cm_path)
-    assert orjson.loads(answer)["items"] == []
     code, _, answer = server.request("POST", cm_path, b'{"metadata":{"name":"b"}}', headers=JSON)
     assert code == 403
     status = _status(answer)
     assert status["reason"] == "Forbidden"
-    assert "because it is being terminated" in str(status["message"])
+    assert status["message"] == (
+        'configmaps "b" is forbidden: unable to create new content in namespace held '
+        "because it is being terminated"
+    )
+    assert status["details"] == {
+        "name": "b",
+        "kind": "configmaps",
+        "causes": [
+            {
+                "reason": "NamespaceTerminating",
+                "message": "namespace held is being terminated",
+                "field": "metadata.namespace",
+            }
+        ],
+    }
+
+    def finalized() -> dict[str, object] | None:
+        ns = orjson.loads(server.request("GET", f"{ns_path}/held")[2])
+        return ns if not ns.get("spec", {}).get("finalizers") else None
+
+    # The content goes, then the kubernetes finalizer; the client's finalizer still holds it.
+    ns = eventually(finalized, timeout=10, what="the kubernetes finalizer removed")
+    assert orjson.loads(server.request("GET", cm_path)[2])["items"] == []
+    conditions = {c["type"]: c for c in ns["status"]["conditions"]}  # type: ignore[index]
+    assert conditions["NamespaceContentRemaining"]["status"] == "False"
+    assert conditions["NamespaceContentRemaining"]["reason"] == "ContentRemoved"
     code, _, _ = server.request(
         "PATCH",
         f"{ns_path}/held",
@@ -410,4 +434,8 @@ def test_concurrent_deletes_of_a_namespace_are_200_or_404(
             codes = list(pool.map(lambda path: server.request("DELETE", path)[0], paths))
         assert set(codes) <= {200, 404}, codes
         assert 200 in codes
-        assert server.request("GET", f"{ns_path}/{name}")[0] == 404
+        eventually(
+            lambda path=f"{ns_path}/{name}": server.request("GET", path)[0] == 404,
+            timeout=10,
+            what=f"namespace {name} gone",
+        )

@@ -11,6 +11,8 @@ from minikcp.machinery import names
 from minikcp.registry import strategy
 
 NAME_LABEL = "kubernetes.io/metadata.name"
+# The namespace controller's spec finalizer.
+FINALIZER = "kubernetes"
 
 
 class NamespaceStrategy(strategy.Strategy):
@@ -21,10 +23,31 @@ class NamespaceStrategy(strategy.Strategy):
         super().prepare_for_create(obj)
         obj["status"] = {"phase": "Active"}
         self._name_label(obj)
+        # As upstream: a new namespace always carries the namespace controller's finalizer.
+        spec = obj.get("spec")
+        if isinstance(spec, dict):
+            finalizers = spec.get("finalizers")
+            if not isinstance(finalizers, list):
+                finalizers = []
+            if FINALIZER not in finalizers:
+                spec["finalizers"] = [*finalizers, FINALIZER]
 
     def prepare_for_update(self, obj: dict[str, Any], old: Mapping[str, Any]) -> None:
         super().prepare_for_update(obj, old)
         self._name_label(obj)
+        # spec.finalizers change only through the finalize subresource.
+        old_finalizers = (old.get("spec") or {}).get("finalizers")
+        spec = obj.get("spec")
+        if not isinstance(spec, dict):
+            spec = obj["spec"] = {}
+        if old_finalizers:
+            spec["finalizers"] = old_finalizers
+        else:
+            spec.pop("finalizers", None)
+
+    @staticmethod
+    def finalized(obj: Mapping[str, Any]) -> bool:
+        return strategy.Strategy.finalized(obj) and not (obj.get("spec") or {}).get("finalizers")
 
     @staticmethod
     def _name_label(obj: dict[str, Any]) -> None:
