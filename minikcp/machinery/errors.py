@@ -17,7 +17,12 @@ class Cause:
     field: str = ""
 
     def to_dict(self) -> dict[str, str]:
-        out = {"reason": self.reason, "message": self.message}
+        # metav1.StatusCause: reason, message, field, each omitempty.
+        out = {}
+        if self.reason:
+            out["reason"] = self.reason
+        if self.message:
+            out["message"] = self.message
         if self.field:
             out["field"] = self.field
         return out
@@ -39,31 +44,77 @@ class StatusError(Exception):
         Exception.__init__(self, self.message)
 
     def to_status(self) -> dict[str, Any]:
-        details: dict[str, Any] = {}
-        if self.name:
-            details["name"] = self.name
-        if self.group:
-            details["group"] = self.group
-        if self.kind:
-            details["kind"] = self.kind
-        if self.uid:
-            details["uid"] = self.uid
-        if self.causes:
-            details["causes"] = [c.to_dict() for c in self.causes]
-        if self.retry_after_seconds:
-            details["retryAfterSeconds"] = self.retry_after_seconds
-        status: dict[str, Any] = {
-            "kind": "Status",
-            "apiVersion": "v1",
-            "metadata": {},
-            "status": "Failure",
-            "message": self.message,
-            "reason": self.reason,
-            "code": self.code,
-        }
-        if details:
-            status["details"] = details
-        return status
+        return status_object(
+            "Failure",
+            message=self.message,
+            reason=self.reason,
+            details=status_details(
+                name=self.name,
+                group=self.group,
+                kind=self.kind,
+                uid=self.uid,
+                causes=self.causes,
+                retry_after_seconds=self.retry_after_seconds,
+            ),
+            code=self.code,
+        )
+
+
+def status_details(
+    *,
+    name: str = "",
+    group: str = "",
+    kind: str = "",
+    uid: str = "",
+    causes: list[Cause] | None = None,
+    retry_after_seconds: int = 0,
+) -> dict[str, Any]:
+    """metav1.StatusDetails: its fields in Go struct order, each omitted when empty."""
+    details: dict[str, Any] = {}
+    if name:
+        details["name"] = name
+    if group:
+        details["group"] = group
+    if kind:
+        details["kind"] = kind
+    if uid:
+        details["uid"] = uid
+    if causes:
+        details["causes"] = [c.to_dict() for c in causes]
+    if retry_after_seconds:
+        details["retryAfterSeconds"] = retry_after_seconds
+    return details
+
+
+def status_object(
+    status: str,
+    *,
+    message: str = "",
+    reason: str = "",
+    details: dict[str, Any] | None = None,
+    code: int = 0,
+) -> dict[str, Any]:
+    """A metav1.Status, keys in Go struct order (kind, apiVersion, metadata, status, message,
+    reason, details, code) with upstream's omitempty, so its JSON is kube-apiserver's byte for
+    byte."""
+    out: dict[str, Any] = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": status}
+    if message:
+        out["message"] = message
+    if reason:
+        out["reason"] = reason
+    if details:
+        out["details"] = details
+    if code:
+        out["code"] = code
+    return out
+
+
+def deleted_status(name: str, *, group: str, resource: str, uid: str) -> dict[str, Any]:
+    """What a store without ReturnDeletedObject answers to a finished delete (finalizeDelete):
+    Success, no code, details naming the resource in `kind`, as upstream does."""
+    return status_object(
+        "Success", details=status_details(name=name, group=group, kind=resource, uid=uid)
+    )
 
 
 def _qualified(resource: str, group: str) -> str:

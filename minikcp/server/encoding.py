@@ -75,7 +75,19 @@ def strict_errors(body: bytes, content_type: str) -> tuple[str, ...]:
 
 
 def status_bytes(status: Mapping[str, Any]) -> bytes:
-    return orjson.dumps(status)
+    """A Status response body (build it with `errors.status_object`: Go's field order)."""
+    return orjson.dumps(status, option=orjson.OPT_APPEND_NEWLINE)
+
+
+def response_bytes(body: bytes) -> bytes:
+    """A JSON response body as kube-apiserver writes it: its serializer's json.Encoder ends every
+    document with a newline (watch events are framed lines and embed objects without it)."""
+    return body + b"\n"
+
+
+def error_event_bytes(status: Mapping[str, Any]) -> bytes:
+    """A watch stream's ERROR event carrying a Status."""
+    return b'{"type":"ERROR","object":' + orjson.dumps(status) + b"}\n"
 
 
 def list_bytes(
@@ -102,7 +114,7 @@ def list_bytes(
         if i:
             parts.append(b",")
         parts.extend(item.json_parts())
-    parts.append(b"]}")
+    parts.append(b"]}\n")  # a response body: see `response_bytes`
     return b"".join(parts)
 
 
@@ -150,7 +162,7 @@ def watch_event_bytes(
 ) -> bytes:
     """One line of a watch stream; tables carry column definitions on the first event only."""
     if event.type == watching.ERROR:
-        return b'{"type":"ERROR","object":' + orjson.dumps(event.status) + b"}\n"
+        return error_event_bytes(event.status or {})
     if event.type == watching.BOOKMARK:
         meta: dict[str, Any] = {"resourceVersion": str(event.revision)}
         if event.initial_events_end:

@@ -106,7 +106,10 @@ class NonResourceHandler:
             if aggregated is not None:
                 document = discovery.aggregated(types, legacy=parts[0] == "api", version=aggregated)
                 ctype = _AGGREGATED if aggregated == "v2" else _AGGREGATED_BETA
-                return web.Response(body=document, headers={**headers, "Content-Type": ctype})
+                return web.Response(
+                    body=encoding.response_bytes(document),
+                    headers={**headers, "Content-Type": ctype},
+                )
             if parts[0] == "api":
                 return _raw(discovery.api_versions(types), headers)
             return _raw(discovery.api_group_list(types), headers)
@@ -215,4 +218,6 @@ def _accepts_json(header: str) -> bool:
 
 
 def _raw(body: bytes, headers: dict[str, str]) -> web.Response:
-    return web.Response(body=body, headers={**headers, "Content-Type": encoding.JSON})
+    return web.Response(
+        body=encoding.response_bytes(body), headers={**headers, "Content-Type": encoding.JSON}
+    )

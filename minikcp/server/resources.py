@@ -167,18 +167,10 @@ class ResourceHandler:
             gone, deleted = await store.delete(ctx, namespace, name, options, opts)
             if not deleted:
                 return self._object(request, rt, gone, query)
-            meta = gone.metadata
-            details = {"name": name, "kind": rt.plural, "uid": meta.get("uid", "")}
-            if rt.group:
-                details["group"] = rt.group
             return _json(
-                {
-                    "kind": "Status",
-                    "apiVersion": "v1",
-                    "metadata": {},
-                    "status": "Success",
-                    "details": details,
-                }
+                errors.deleted_status(
+                    name, group=rt.group, resource=rt.plural, uid=gone.metadata.get("uid", "")
+                )
             )
         if verb == "deletecollection":
             return await self._delete_collection(request, rt, ctx, namespace, query, opts)
@@ -199,7 +191,9 @@ class ResourceHandler:
             body = encoding.table_bytes(printer, [obj], table, revision=obj.revision)
         else:
             body = obj.to_json()
-        return web.Response(body=body, status=status, content_type=encoding.JSON)
+        return web.Response(
+            body=encoding.response_bytes(body), status=status, content_type=encoding.JSON
+        )
 
     async def _list(
         self,
@@ -216,12 +210,14 @@ class ResourceHandler:
         table = encoding.wants_table(request.headers.get("Accept", ""), query)
         if table is not None:
             printer = store.strategy.printer
-            body = encoding.table_bytes(
-                printer,
-                result.items,
-                table,
-                revision=result.revision,
-                continue_token=result.continue_token,
+            body = encoding.response_bytes(
+                encoding.table_bytes(
+                    printer,
+                    result.items,
+                    table,
+                    revision=result.revision,
+                    continue_token=result.continue_token,
+                )
             )
         else:
             body = encoding.list_bytes(
@@ -264,9 +260,7 @@ class ResourceHandler:
                 first = False
         except errors.StatusError as exc:
             with contextlib.suppress(ConnectionResetError, ConnectionError):
-                await response.write(
-                    b'{"type":"ERROR","object":' + encoding.status_bytes(exc.to_status()) + b"}\n"
-                )
+                await response.write(encoding.error_event_bytes(exc.to_status()))
         except (ConnectionResetError, ConnectionError):
             pass
         finally:
@@ -326,7 +320,11 @@ def _escape(text: str) -> str:
 
 
 def _json(obj: Any, status: int = 200) -> web.Response:
-    return web.Response(body=orjson.dumps(obj), status=status, content_type=encoding.JSON)
+    return web.Response(
+        body=orjson.dumps(obj, option=orjson.OPT_APPEND_NEWLINE),
+        status=status,
+        content_type=encoding.JSON,
+    )
 
 
 def _as_object(value: Any) -> dict[str, Any]:
