@@ -49,6 +49,18 @@ def now_rfc3339() -> str:
     return _clock[1]
 
 
+def _rfc3339(second: int) -> str:
+    return datetime.datetime.fromtimestamp(second, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _parse_rfc3339(stamp: str) -> int:
+    return int(datetime.datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp())
+
+
+# `_deletion_marks`: a graceful deletion is already under way and this delete leaves it so.
+_PENDING_GRACEFUL: dict[str, Any] = {}
+
+
 @dataclass(slots=True)
 class ListResult:
     items: list[StoredObject]
@@ -520,13 +532,23 @@ class ResourceStore:
             if self.admission is not None:
                 await self.admission.admit_delete(ctx, current)
             key = self.key(ctx.cluster, namespace, name)
-            if meta.get("finalizers"):
-                if meta.get("deletionTimestamp"):
+            marks = self._deletion_marks(current, options.get("gracePeriodSeconds"))
+            if marks is _PENDING_GRACEFUL:
+                return current, False
+            period = marks.get("deletionGracePeriodSeconds") if marks else None
+            if meta.get("finalizers") or period:
+                if meta.get("deletionTimestamp") and not marks:
                     return current, False
                 pending = current.copy()
-                pending["metadata"]["deletionTimestamp"] = now_rfc3339()
-                pending["metadata"]["deletionGracePeriodSeconds"] = 0
+                pending["metadata"].update(
+                    marks or {"deletionTimestamp": now_rfc3339(), "deletionGracePeriodSeconds": 0}
+                )
                 pending["metadata"].pop("resourceVersion", None)
+                if meta.get("deletionTimestamp") and not period:
+                    # markAsDeleting keeps an earlier deletionTimestamp.
+                    pending["metadata"]["deletionTimestamp"] = min(
+                        meta["deletionTimestamp"], pending["metadata"]["deletionTimestamp"]
+                    )
                 if opts.dry_run:
                     return StoredObject.from_dict(
                         pending, cluster=ctx.cluster, revision=current.revision
@@ -540,8 +562,17 @@ class ResourceStore:
                 except storage_errors.StorageError as exc:
                     raise interpreted.interpret(exc, self.rt, name) from None
                 return StoredObject(item.value, cluster=ctx.cluster, revision=item.mod_rev), False
+            last = current
+            if marks:
+                # A graceful kind deleted with no grace left: its last state says so, as the
+                # zero-period update upstream writes before the deletion.
+                last_state = current.copy()
+                last_state["metadata"].update(marks)
+                last = StoredObject.from_dict(
+                    last_state, cluster=ctx.cluster, revision=current.revision
+                )
             if opts.dry_run:
-                return current, True
+                return last, True
             try:
                 deleted = await self.storage.delete(key, expected_mod_rev=current.revision)
             except storage_errors.Conflict:
@@ -550,8 +581,35 @@ class ResourceStore:
                 raise errors.not_found(self.rt.plural, name, group=self.rt.group) from None
             except storage_errors.StorageError as exc:
                 raise interpreted.interpret(exc, self.rt, name) from None
-            return StoredObject(current.value, cluster=ctx.cluster, revision=deleted.mod_rev), True
+            return StoredObject(last.value, cluster=ctx.cluster, revision=deleted.mod_rev), True
         raise errors.conflict(self.rt.plural, name, errors.STALE_OBJECT, group=self.rt.group)
+
+    def _deletion_marks(
+        self, current: StoredObject, requested: int | None
+    ) -> dict[str, Any] | None:
+        """rest.BeforeDelete for kinds that delete gracefully: the deletionTimestamp and
+        deletionGracePeriodSeconds this delete sets, `_PENDING_GRACEFUL` when a graceful deletion
+        already under way stays as it is, None for kinds (or objects) deleted without grace."""
+        if not self.strategy.deletes_gracefully:
+            return None
+        if requested is not None and requested < 0:
+            requested = 1  # negative periods count as one second on the delete path
+        meta = current.metadata
+        now = int(time.time())
+        if meta.get("deletionTimestamp"):
+            existing = meta.get("deletionGracePeriodSeconds")
+            if not existing:
+                return None  # a zero-period deletion left over: delete now
+            if requested is None or requested >= existing:
+                return _PENDING_GRACEFUL
+            # Only a shorter period may be asked for: move the timestamp back, not into the past.
+            start = _parse_rfc3339(meta["deletionTimestamp"]) - existing
+            at, period = start + requested, requested
+            if at < now:
+                at, period = now, (1 if requested else 0)
+            return {"deletionTimestamp": _rfc3339(at), "deletionGracePeriodSeconds": period}
+        period = self.strategy.graceful_period(current.view(), requested)
+        return {"deletionTimestamp": _rfc3339(now + period), "deletionGracePeriodSeconds": period}
 
 
 def check_type(rt: catalog.ResourceType, obj: Mapping[str, Any]) -> None:

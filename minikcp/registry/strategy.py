@@ -26,6 +26,12 @@ class Strategy:
     extra_selectable_fields: frozenset[str] = frozenset()
     # Whether stored bytes go through `on_read` before anyone sees them.
     transforms_reads = False
+    # Upstream's `ReturnDeletedObject` (the kind's store in pkg/registry): a finished delete
+    # answers with the deleted object instead of a Success Status.
+    returns_deleted_object = False
+    # Upstream's RESTGracefulDeleteStrategy: a delete may set deletionTimestamp in the future
+    # and leave the object for somebody else (the kubelet) to delete (see `graceful_period`).
+    deletes_gracefully = False
 
     def __init__(
         self,
@@ -112,6 +118,11 @@ class Strategy:
     def spec_changed(obj: Mapping[str, Any], old: Mapping[str, Any]) -> bool:
         keys = (set(obj) | set(old)) - {"metadata", "status", "apiVersion", "kind"}
         return any(obj.get(k) != old.get(k) for k in keys)
+
+    def graceful_period(self, obj: Mapping[str, Any], requested: int | None) -> int:
+        """Seconds a first delete leaves the object (CheckGracefulDelete), for kinds that
+        `deletes_gracefully`; `requested` is DeleteOptions.gracePeriodSeconds."""
+        return 0
 
     # -- reads ----------------------------------------------------------------------------------
 

@@ -166,6 +166,10 @@ class ResourceHandler:
             opts = _with_delete_dry_run(opts, options)
             gone, deleted = await store.delete(ctx, namespace, name, options, opts)
             if not deleted:
+                # 202 only where a cascading delete was asked for the old way (delete.go).
+                accepted = options.get("orphanDependents") is False
+                return self._object(request, rt, gone, query, status=202 if accepted else 200)
+            if store.strategy.returns_deleted_object:
                 return self._object(request, rt, gone, query)
             return _json(
                 errors.deleted_status(
@@ -352,9 +356,16 @@ async def _delete_options(request: web.Request, query: Mapping[str, str]) -> dic
             if not isinstance(decoded, dict):
                 raise errors.bad_request("DeleteOptions must be an object")
             options = decoded
-    for key in ("propagationPolicy", "gracePeriodSeconds"):
+    for key in ("propagationPolicy", "gracePeriodSeconds", "orphanDependents"):
         if key in query:
-            options.setdefault(key, query[key])
+            options.setdefault(key, _query_parameter(key, query[key]))
+    grace = options.get("gracePeriodSeconds")
+    if grace is not None and (isinstance(grace, bool) or not isinstance(grace, int)):
+        raise errors.bad_request(
+            "json: cannot unmarshal "
+            f"{_json_type_name(grace)} into Go struct field DeleteOptions.gracePeriodSeconds "
+            "of type int64"
+        )
     dry_run = options.get("dryRun")
     if dry_run is not None and (
         not isinstance(dry_run, list) or any(value != "All" for value in dry_run)
@@ -387,6 +398,26 @@ async def _delete_options(request: web.Request, query: Mapping[str, str]) -> dic
             group="meta.k8s.io",
         )
     return options
+
+
+def _query_parameter(key: str, value: str) -> Any:
+    """A DeleteOptions query parameter as the parameter codec converts it."""
+    if key == "gracePeriodSeconds":
+        try:
+            return int(value)
+        except ValueError:
+            message = f'strconv.ParseInt: parsing "{value}": invalid syntax'
+            raise errors.bad_request(message) from None
+    if key == "orphanDependents":
+        if value not in ("true", "false", "1", "0", "True", "False", "t", "f", "T", "F"):
+            raise errors.bad_request(f'strconv.ParseBool: parsing "{value}": invalid syntax')
+        return value in ("true", "1", "True", "t", "T")
+    return value
+
+
+def _json_type_name(value: Any) -> str:
+    names = {str: "string", bool: "bool", float: "number", list: "array", dict: "object"}
+    return names.get(type(value), "value")
 
 
 def _with_body_strict_errors(

@@ -89,6 +89,13 @@ def deletion_order(pods: list[StoredObject]) -> list[StoredObject]:
     return sorted(newest_first, key=lambda p: pod_lifecycle.is_ready(p.view()))
 
 
+def finishes_termination(pod: Mapping[str, Any]) -> bool:
+    """The kubelet ends a pod in graceful deletion at once (no containers to stop); finalizers
+    still hold it."""
+    meta = pod.get("metadata") or {}
+    return bool(meta.get("deletionTimestamp")) and not meta.get("finalizers")
+
+
 async def advance_pod(
     objects: WorkloadObjects,
     options: pod_lifecycle.SimulatorOptions,
@@ -122,7 +129,13 @@ async def sync_replica_set(
     for stale in objects.stale_pods_of(ctx.cluster, rs):
         await objects.delete_pod(ctx, stale.view())
         outcome.writes += 1
-    pods = [p for p in objects.pods_of(ctx.cluster, rs) if not p.metadata.get("deletionTimestamp")]
+    pods = []
+    for pod in objects.pods_of(ctx.cluster, rs):
+        if not pod.metadata.get("deletionTimestamp"):
+            pods.append(pod)
+        elif finishes_termination(pod.view()):
+            await objects.delete_pod(ctx, pod.view())
+            outcome.writes += 1
     want = rollout.replicas(rs)
     failure: tuple[str, str] | None = None
     try:

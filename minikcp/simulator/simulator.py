@@ -197,9 +197,14 @@ class WorkloadSimulator:
     ) -> tuple[int, bool, float | None]:
         """A pod no ReplicaSet of ours runs: the kubelet alone, or the garbage collector."""
         found = await self._objects.find_pod(ctx, namespace, name)
-        if found is None or found.metadata.get("deletionTimestamp"):
+        if found is None:
             return 0, False, None
         pod = found.view()
+        if found.metadata.get("deletionTimestamp"):
+            if not replica_set_pass.finishes_termination(pod):
+                return 0, False, None
+            await self._objects.delete_pod(ctx, pod)
+            return 1, False, None
         ref = rollout.controller_of(pod)
         if ref is not None and ref.get("kind") == "ReplicaSet":
             rs = await self._objects.find_replica_set(ctx, namespace, ref.get("name", ""))

@@ -246,8 +246,10 @@ class WorkloadObjects:
         return created
 
     async def delete_pod(self, ctx: RequestContext, pod: Mapping[str, Any]) -> None:
+        """Delete a pod for good: the controller's graceful delete and the kubelet's final one
+        in one, as simulated containers stop at once."""
         meta = pod["metadata"]
-        await self._delete(self._pods, self.pod_informer, ctx, meta)
+        await self._delete(self._pods, self.pod_informer, ctx, meta, grace_period=0)
 
     async def _delete(
         self,
@@ -255,16 +257,15 @@ class WorkloadObjects:
         cache: informer.Informer,
         ctx: RequestContext,
         meta: Mapping[str, Any],
+        *,
+        grace_period: int | None = None,
     ) -> None:
         key = (ctx.cluster, meta.get("namespace", ""), meta.get("name", ""))
+        options: dict[str, Any] = {"preconditions": {"uid": meta.get("uid", "")}}
+        if grace_period is not None:
+            options["gracePeriodSeconds"] = grace_period
         try:
-            deleted, _ = await store.delete(
-                ctx,
-                key[1],
-                key[2],
-                {"preconditions": {"uid": meta.get("uid", "")}},
-                WriteOptions(),
-            )
+            deleted, _ = await store.delete(ctx, key[1], key[2], options, WriteOptions())
         except errors.StatusError as exc:
             if exc.code in (404, 409):
                 # Gone already, or replaced by a new object of the same name: not ours to delete.

@@ -12,6 +12,7 @@ _BY_KIND: dict[tuple[str, str], type[strategy.Strategy]] = {
     ("", "Pod"): core.PodStrategy,
     ("", "Service"): core.ServiceStrategy,
     ("", "Secret"): core.SecretStrategy,
+    ("", "ServiceAccount"): core.ServiceAccountStrategy,
     ("", "Event"): core.EventStrategy,
     ("", "ResourceQuota"): quota.ResourceQuotaStrategy,
     ("", "LimitRange"): quota.LimitRangeStrategy,

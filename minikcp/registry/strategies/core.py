@@ -17,6 +17,7 @@ FINALIZER = "kubernetes"
 
 class NamespaceStrategy(strategy.Strategy):
     name_validator = staticmethod(names.dns1123_label_errors)
+    returns_deleted_object = True
     extra_selectable_fields = frozenset({"status.phase"})
 
     def prepare_for_create(self, obj: dict[str, Any]) -> None:
@@ -61,6 +62,8 @@ class NamespaceStrategy(strategy.Strategy):
 
 
 class PodStrategy(strategy.Strategy):
+    returns_deleted_object = True
+    deletes_gracefully = True
     extra_selectable_fields = frozenset(
         {
             "spec.nodeName",
@@ -77,6 +80,19 @@ class PodStrategy(strategy.Strategy):
     def initial_status(self, obj: dict[str, Any]) -> None:
         # Pods are stored, not run: they stay Pending until something reports otherwise.
         obj["status"] = {"phase": "Pending", "qosClass": _qos_class(obj)}
+
+    def graceful_period(self, obj: Mapping[str, Any], requested: int | None) -> int:
+        """podStrategy.CheckGracefulDelete: the requested period, else the pod's
+        terminationGracePeriodSeconds; at once for a pod on no node or one that has finished."""
+        spec = obj.get("spec") or {}
+        period = requested
+        if period is None:
+            period = spec.get("terminationGracePeriodSeconds") or 0
+        if not spec.get("nodeName"):
+            period = 0
+        if (obj.get("status") or {}).get("phase") in ("Failed", "Succeeded"):
+            period = 0
+        return 1 if period < 0 else period
 
 
 def _qos_class(pod: Mapping[str, Any]) -> str:
@@ -107,6 +123,7 @@ _SERVICE_NET = ipaddress.ip_network("10.96.0.0/12")
 
 
 class ServiceStrategy(strategy.Strategy):
+    returns_deleted_object = True
     """Allocates cluster IPs and node ports deterministically: no allocator state to keep."""
 
     extra_selectable_fields = frozenset({"spec.clusterIP", "spec.type"})
@@ -137,6 +154,10 @@ class ServiceStrategy(strategy.Strategy):
 
 def _hash(text: str) -> int:
     return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "big")
+
+
+class ServiceAccountStrategy(strategy.Strategy):
+    returns_deleted_object = True
 
 
 class SecretStrategy(strategy.Strategy):
