@@ -105,7 +105,84 @@ _PACKAGES = {
     "apiextensions.k8s.io": "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions",
     "authorization.k8s.io": "io.k8s.api.authorization",
     "authentication.k8s.io": "io.k8s.api.authentication",
+    "autoscaling": "io.k8s.api.autoscaling",
+    "policy": "io.k8s.api.policy",
+    "discovery.k8s.io": "io.k8s.api.discovery",
+    "scheduling.k8s.io": "io.k8s.api.scheduling",
 }
+
+# The workload kinds Helm charts ship beside Deployments (discovery data as for BUILTIN_TYPES).
+_WORKLOAD_TYPES: tuple[ResourceType, ...] = (
+    _rt(
+        "apps/v1",
+        "StatefulSet",
+        "statefulsets",
+        namespaced=True,
+        short=("sts",),
+        categories=("all",),
+        subs=("scale", "status"),
+    ),
+    _rt(
+        "apps/v1",
+        "DaemonSet",
+        "daemonsets",
+        namespaced=True,
+        short=("ds",),
+        categories=("all",),
+        subs=("status",),
+    ),
+    _rt("apps/v1", "ControllerRevision", "controllerrevisions", namespaced=True),
+    _rt(
+        "batch/v1",
+        "CronJob",
+        "cronjobs",
+        namespaced=True,
+        short=("cj",),
+        categories=("all",),
+        subs=("status",),
+    ),
+    _rt(
+        "v1",
+        "PersistentVolumeClaim",
+        "persistentvolumeclaims",
+        namespaced=True,
+        short=("pvc",),
+        subs=("status",),
+    ),
+    _rt(
+        "autoscaling/v2",
+        "HorizontalPodAutoscaler",
+        "horizontalpodautoscalers",
+        namespaced=True,
+        short=("hpa",),
+        categories=("all",),
+        subs=("status",),
+    ),
+    _rt(
+        "policy/v1",
+        "PodDisruptionBudget",
+        "poddisruptionbudgets",
+        namespaced=True,
+        short=("pdb",),
+        subs=("status",),
+    ),
+    _rt(
+        "networking.k8s.io/v1",
+        "NetworkPolicy",
+        "networkpolicies",
+        namespaced=True,
+        short=("netpol",),
+    ),
+    _rt("networking.k8s.io/v1", "IngressClass", "ingressclasses", namespaced=False),
+    _rt("discovery.k8s.io/v1", "EndpointSlice", "endpointslices", namespaced=True),
+    _rt(
+        "scheduling.k8s.io/v1",
+        "PriorityClass",
+        "priorityclasses",
+        namespaced=False,
+        short=("pc",),
+    ),
+)
 
 # Discovery data as a 1.32 kube-apiserver shows it (short names and categories come from each
 # kind's REST storage: ShortNames()/Categories() in pkg/registry).
@@ -169,6 +246,7 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
         categories=("all",),
         subs=("scale", "status"),
     ),
+    *_WORKLOAD_TYPES,
     _rt(
         "events.k8s.io/v1",
         "Event",

@@ -35,6 +35,11 @@ def _dicts(value: Any) -> list[Obj]:
     return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
 
 
+def _default_none(obj: Obj, key: str, value: Any) -> None:
+    if obj.get(key) is None:
+        obj[key] = value
+
+
 def _default(obj: Obj, key: str, value: Any) -> None:
     if obj.get(key) in (None, ""):
         obj[key] = value
@@ -358,6 +363,131 @@ def _limit_range(obj: Obj) -> None:
             item["defaultRequest"] = request
 
 
+def _stateful_set(obj: Obj) -> None:
+    spec = _dict(obj, "spec")
+    _default(spec, "podManagementPolicy", "OrderedReady")
+    strategy = _dict(spec, "updateStrategy")
+    if not strategy.get("type"):
+        strategy["type"] = "RollingUpdate"
+        _dict(strategy, "rollingUpdate")
+    rolling = strategy.get("rollingUpdate")
+    if strategy["type"] == "RollingUpdate" and isinstance(rolling, dict):
+        _default_none(rolling, "partition", 0)
+    retention = _dict(spec, "persistentVolumeClaimRetentionPolicy")
+    _default(retention, "whenDeleted", "Retain")
+    _default(retention, "whenScaled", "Retain")
+    if spec.get("replicas") is None:
+        spec["replicas"] = 1
+    if spec.get("revisionHistoryLimit") is None:
+        spec["revisionHistoryLimit"] = 10
+    pod_template(_dict(spec, "template"))
+    for claim in _dicts(spec.get("volumeClaimTemplates")):
+        # The v1 conversion names the embedded claims' type; their defaults are a PVC's.
+        claim.setdefault("apiVersion", "v1")
+        claim.setdefault("kind", "PersistentVolumeClaim")
+        _persistent_volume_claim(claim)
+
+
+def _daemon_set(obj: Obj) -> None:
+    spec = _dict(obj, "spec")
+    strategy = _dict(spec, "updateStrategy")
+    _default(strategy, "type", "RollingUpdate")
+    if strategy["type"] == "RollingUpdate":
+        rolling = _dict(strategy, "rollingUpdate")
+        if rolling.get("maxUnavailable") is None:
+            rolling["maxUnavailable"] = 1
+        if rolling.get("maxSurge") is None:
+            rolling["maxSurge"] = 0
+    if spec.get("revisionHistoryLimit") is None:
+        spec["revisionHistoryLimit"] = 10
+    pod_template(_dict(spec, "template"))
+
+
+def _cron_job(obj: Obj) -> None:
+    spec = _dict(obj, "spec")
+    _default(spec, "concurrencyPolicy", "Allow")
+    if spec.get("suspend") is None:
+        spec["suspend"] = False
+    if spec.get("successfulJobsHistoryLimit") is None:
+        spec["successfulJobsHistoryLimit"] = 3
+    if spec.get("failedJobsHistoryLimit") is None:
+        spec["failedJobsHistoryLimit"] = 1
+    pod_template(_dict(_dict(_dict(spec, "jobTemplate"), "spec"), "template"))
+
+
+def _persistent_volume_claim(obj: Obj) -> None:
+    spec = _dict(obj, "spec")
+    _default(spec, "volumeMode", "Filesystem")
+    _default(_dict(obj, "status"), "phase", "Pending")
+
+
+_HPA_SCALE_UP: Obj = {
+    "stabilizationWindowSeconds": 0,
+    "selectPolicy": "Max",
+    "policies": [
+        {"type": "Pods", "value": 4, "periodSeconds": 15},
+        {"type": "Percent", "value": 100, "periodSeconds": 15},
+    ],
+}
+_HPA_SCALE_DOWN: Obj = {
+    "stabilizationWindowSeconds": 300,
+    "selectPolicy": "Max",
+    "policies": [{"type": "Percent", "value": 100, "periodSeconds": 15}],
+}
+
+
+def _scaling_rules(rules: Any, default: Obj) -> Obj:
+    """GenerateHPAScale{Up,Down}Rules: the default rules with what `rules` sets."""
+    merged = {k: (list(v) if isinstance(v, list) else v) for k, v in default.items()}
+    merged["policies"] = [dict(p) for p in default["policies"]]
+    if isinstance(rules, dict):
+        for key in ("selectPolicy", "stabilizationWindowSeconds", "policies", "tolerance"):
+            if rules.get(key) is not None:
+                merged[key] = rules[key]
+    return merged
+
+
+def _horizontal_pod_autoscaler(obj: Obj) -> None:
+    spec = _dict(obj, "spec")
+    if spec.get("minReplicas") is None:
+        spec["minReplicas"] = 1
+    if not spec.get("metrics"):
+        target = {"type": "Utilization", "averageUtilization": 80}
+        spec["metrics"] = [{"type": "Resource", "resource": {"name": "cpu", "target": target}}]
+    behavior = spec.get("behavior")
+    if isinstance(behavior, dict):
+        behavior["scaleUp"] = _scaling_rules(behavior.get("scaleUp"), _HPA_SCALE_UP)
+        behavior["scaleDown"] = _scaling_rules(behavior.get("scaleDown"), _HPA_SCALE_DOWN)
+
+
+def _network_policy(obj: Obj) -> None:
+    spec = _dict(obj, "spec")
+    _dict(spec, "podSelector")
+    for direction in ("ingress", "egress"):
+        for rule in _dicts(spec.get(direction)):
+            for port in _dicts(rule.get("ports")):
+                _default(port, "protocol", "TCP")
+    if not spec.get("policyTypes"):
+        spec["policyTypes"] = ["Ingress", "Egress"] if spec.get("egress") else ["Ingress"]
+
+
+def _ingress_class(obj: Obj) -> None:
+    parameters = _dict(obj, "spec").get("parameters")
+    if isinstance(parameters, dict):
+        _default(parameters, "scope", "Cluster")
+
+
+def _endpoint_slice(obj: Obj) -> None:
+    for port in _dicts(obj.get("ports")):
+        if port.get("name") is None:
+            port["name"] = ""
+        _default(port, "protocol", "TCP")
+
+
+def _priority_class(obj: Obj) -> None:
+    _default(obj, "preemptionPolicy", "PreemptLowerPriority")
+
+
 _DEFAULTERS: dict[tuple[str, str], Callable[[Obj], None]] = {
     ("", "LimitRange"): _limit_range,
     ("", "Pod"): _pod,
@@ -368,6 +498,15 @@ _DEFAULTERS: dict[tuple[str, str], Callable[[Obj], None]] = {
     ("apps", "Deployment"): _deployment,
     ("apps", "ReplicaSet"): _replica_set,
     ("batch", "Job"): _job,
+    ("apps", "StatefulSet"): _stateful_set,
+    ("apps", "DaemonSet"): _daemon_set,
+    ("batch", "CronJob"): _cron_job,
+    ("", "PersistentVolumeClaim"): _persistent_volume_claim,
+    ("autoscaling", "HorizontalPodAutoscaler"): _horizontal_pod_autoscaler,
+    ("networking.k8s.io", "NetworkPolicy"): _network_policy,
+    ("networking.k8s.io", "IngressClass"): _ingress_class,
+    ("discovery.k8s.io", "EndpointSlice"): _endpoint_slice,
+    ("scheduling.k8s.io", "PriorityClass"): _priority_class,
     ("rbac.authorization.k8s.io", "RoleBinding"): _binding,
     ("rbac.authorization.k8s.io", "ClusterRoleBinding"): _binding,
     ("apiextensions.k8s.io", "CustomResourceDefinition"): _crd,

@@ -11,7 +11,15 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from minikcp.apis import kcp_kinds, printers_apps, printers_core, printers_pod, printers_quota
+from minikcp.apis import (
+    kcp_kinds,
+    printers_apps,
+    printers_core,
+    printers_network,
+    printers_pod,
+    printers_quota,
+    printers_workloads,
+)
 from minikcp.apis import printer_base as base
 from minikcp.apis.printer_base import Printer
 from minikcp.apis.printer_docs import FIELD_DOCS
@@ -188,6 +196,17 @@ _PRINTERS: Final[dict[tuple[str, str], Printer]] = {
     ("apps", "Deployment"): printers_apps.DEPLOYMENT,
     ("apps", "ReplicaSet"): printers_apps.REPLICA_SET,
     ("batch", "Job"): printers_apps.JOB,
+    ("apps", "StatefulSet"): printers_workloads.STATEFUL_SET,
+    ("apps", "DaemonSet"): printers_workloads.DAEMON_SET,
+    ("apps", "ControllerRevision"): printers_workloads.CONTROLLER_REVISION,
+    ("batch", "CronJob"): printers_workloads.CRON_JOB,
+    ("autoscaling", "HorizontalPodAutoscaler"): printers_workloads.HORIZONTAL_POD_AUTOSCALER,
+    ("policy", "PodDisruptionBudget"): printers_workloads.POD_DISRUPTION_BUDGET,
+    ("", "PersistentVolumeClaim"): printers_network.PERSISTENT_VOLUME_CLAIM,
+    ("networking.k8s.io", "NetworkPolicy"): printers_network.NETWORK_POLICY,
+    ("networking.k8s.io", "IngressClass"): printers_network.INGRESS_CLASS,
+    ("discovery.k8s.io", "EndpointSlice"): printers_network.ENDPOINT_SLICE,
+    ("scheduling.k8s.io", "PriorityClass"): printers_network.PRIORITY_CLASS,
     ("networking.k8s.io", "Ingress"): INGRESS,
     ("coordination.k8s.io", "Lease"): LEASE,
     ("rbac.authorization.k8s.io", "RoleBinding"): ROLE_BINDING,

@@ -21,7 +21,9 @@ from minikcp.apis import (
     validation_apps,
     validation_core,
     validation_platform,
+    validation_policy,
     validation_quota,
+    validation_workloads,
 )
 from minikcp.apis.catalog import Catalog, ResourceType
 from minikcp.apis.shapes import Shape
@@ -453,6 +455,8 @@ _KIND_VALIDATORS: dict[tuple[str, str], KindValidator] = {
     **validation_access.VALIDATORS,
     **validation_platform.VALIDATORS,
     **validation_quota.VALIDATORS,
+    **validation_workloads.VALIDATORS,
+    **validation_policy.VALIDATORS,
 }
 
 

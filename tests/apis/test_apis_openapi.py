@@ -93,7 +93,8 @@ def test_paths_cover_the_served_verbs() -> None:
     scale = paths["/apis/apps/v1/namespaces/{namespace}/deployments/{name}/scale"]
     assert scale["get"]["x-kubernetes-group-version-kind"]["kind"] == "Scale"
     assert set(scale) == {"get", "put", "patch", "parameters"}
-    assert "/apis/apps/v1/namespaces/{namespace}/statefulsets" not in paths
+    assert "/apis/apps/v1/namespaces/{namespace}/statefulsets/{name}/scale" in paths
+    assert "/apis/apps/v1/namespaces/{namespace}/daemonsets/{name}/scale" not in paths
     core = v3("v1")["paths"]
     assert set(core["/api/v1/namespaces"]) == {"get", "post", "parameters"}
     assert set(core["/api/v1/namespaces/{name}/finalize"]) == {"put", "parameters"}
@@ -146,7 +147,7 @@ def test_v3_documents_are_self_contained_openapi_3_0(group_version: str) -> None
             assert node.get("nullable") is not True
             assert not isinstance(node.get("type"), list)
     # Only served kinds and what they reference.
-    assert "io.k8s.api.apps.v1.StatefulSet" not in schemas
+    assert "io.k8s.api.storage.v1.StorageClass" not in schemas
     kinds = {
         g["kind"]
         for s in schemas.values()

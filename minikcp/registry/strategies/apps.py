@@ -114,3 +114,22 @@ def _now() -> str:
     import datetime
 
     return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class StatefulSetStrategy(ScalableStrategy):
+    """Status starts as the StatefulSet strategy leaves it (Go prints its non-omitempty zeros)."""
+
+    def initial_status(self, obj: dict[str, Any]) -> None:
+        obj["status"] = {"availableReplicas": 0, "replicas": 0}
+
+
+class DaemonSetStrategy(strategy.Strategy):
+    tracks_generation = True
+
+    def initial_status(self, obj: dict[str, Any]) -> None:
+        obj["status"] = {
+            "currentNumberScheduled": 0,
+            "desiredNumberScheduled": 0,
+            "numberMisscheduled": 0,
+            "numberReady": 0,
+        }

@@ -1,4 +1,4 @@
-"""Strategies of kinds whose only difference is generation tracking or a small status."""
+"""Strategies of kinds whose only difference is generation tracking or a small initial status."""
 
 from __future__ import annotations
 
@@ -17,3 +17,34 @@ class JobStrategy(strategy.Strategy):
 
     def initial_status(self, obj: dict[str, Any]) -> None:
         obj["status"] = {}
+
+
+class CronJobStrategy(strategy.Strategy):
+    tracks_generation = True
+
+    def initial_status(self, obj: dict[str, Any]) -> None:
+        obj["status"] = {}
+
+
+class PersistentVolumeClaimStrategy(strategy.Strategy):
+    """A new claim is Pending until a binder (a physical cluster's) binds it."""
+
+    def initial_status(self, obj: dict[str, Any]) -> None:
+        obj["status"] = {"phase": "Pending"}
+
+
+class HorizontalPodAutoscalerStrategy(strategy.Strategy):
+    def initial_status(self, obj: dict[str, Any]) -> None:
+        obj["status"] = {"desiredReplicas": 0}
+
+
+class PodDisruptionBudgetStrategy(strategy.Strategy):
+    tracks_generation = True
+
+    def initial_status(self, obj: dict[str, Any]) -> None:
+        obj["status"] = {
+            "currentHealthy": 0,
+            "desiredHealthy": 0,
+            "disruptionsAllowed": 0,
+            "expectedPods": 0,
+        }
