@@ -353,7 +353,13 @@ def test_api_resources(server: ServerProcess, cluster: str) -> None:
     apps = server.kubectl(
         "api-resources", "--api-group=apps", "-o", "name", cluster=cluster
     ).stdout.split()
-    assert apps == ["deployments.apps", "replicasets.apps"]
+    assert apps == [
+        "controllerrevisions.apps",
+        "daemonsets.apps",
+        "deployments.apps",
+        "replicasets.apps",
+        "statefulsets.apps",
+    ]
 
 
 def test_api_versions_and_version(server: ServerProcess, cluster: str) -> None:
