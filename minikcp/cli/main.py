@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from minikcp.auth import pki
-from minikcp.cli import attach, connection, kubeconfigs, serve, ws
+from minikcp.cli import attach, components, connection, kubeconfigs, serve, ws
 from minikcp.machinery import request_info
 from minikcp.server import nonresource
 from minikcp.simulator import simulator as workload_simulator
@@ -123,6 +123,12 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="with --simulate-workloads: containers crash-loop (CrashLoopBackOff)",
     )
+    start.add_argument(
+        "--controllers",
+        default="*",
+        help="controllers to run, as kube-controller-manager's flag: '*' all, 'name' one on, "
+        f"'-name' one off (default '*'): {components.describe()}",
+    )
     start.add_argument("-v", "--verbose", action="store_true")
     kc = sub.add_parser("kubeconfig", help="print or write a kubeconfig for a logical cluster")
     kc.add_argument("--root-dir", default=".minikcp", type=Path)
@@ -183,8 +189,14 @@ def main(argv: list[str] | None = None) -> int:
         uvloop.install()
     except ImportError:
         pass
+    try:
+        controllers = components.select(args.controllers, [c.name for c in components.CONTROLLERS])
+    except components.SelectionError as exc:
+        print(f"minikcp: {exc}", file=sys.stderr)
+        return 2
     options = serve.ServeOptions(
         root_dir=args.root_dir,
+        controllers=controllers,
         bind_address=args.bind_address,
         secure_port=args.secure_port,
         storage_url=args.storage,

@@ -17,16 +17,11 @@ from urllib.parse import urlparse
 from aiohttp import web
 
 from minikcp.auth import authn, pki, service_accounts, tls, token_file
-from minikcp.cli import kubeconfigs
-from minikcp.controllers import crds as crd_controller
-from minikcp.controllers import namespaces as namespace_controller
-from minikcp.controllers import rbac_aggregation
-from minikcp.controllers import workspaces as workspace_controller
+from minikcp.cli import components, kubeconfigs
 from minikcp.machinery import rbac, users
 from minikcp.registry import registry, token_requests
 from minikcp.server import app as server_app
 from minikcp.simulator import simulator as workload_simulator
-from minikcp.syncer import syncer as workload_syncer
 from minikcp.syncer import target as sync_target
 from minikcp.tenancy import workspaces
 from storage import errors as storage_errors
@@ -51,6 +46,8 @@ class ServeOptions:
     token_auth_file: Path | None = None
     sync: sync_target.Settings = dataclasses.field(default_factory=sync_target.Settings)
     sync_resources: tuple[str, ...] = ()
+    # The controllers to run, by name (components.CONTROLLERS).
+    controllers: tuple[str, ...] = tuple(c.name for c in components.CONTROLLERS)
     # Act as a physical cluster: Deployments get ReplicaSets and Pods (None: no simulation).
     simulate_workloads: workload_simulator.SimulatorOptions | None = None
 
@@ -163,31 +160,16 @@ async def serve(options: ServeOptions) -> None:
             registry_task = tasks.create_task(reg.run(), name="registry")
             resolver, lifecycle = workspaces.install(reg, base_url)
             resolver_task = tasks.create_task(resolver.run(), name="cluster-resolver")
-            controller = workspace_controller.WorkspaceController(lifecycle)
-            controller_task = tasks.create_task(controller.run(), name="workspace-controller")
-            syncer = workload_syncer.Syncer(
-                reg, options.sync, extra_resources=options.sync_resources
-            )
-            syncer_task = tasks.create_task(syncer.run(), name="syncer")
-            crd_task = tasks.create_task(crd_controller.CrdController(reg).run(), name="crds")
-            namespace_task = tasks.create_task(
-                namespace_controller.NamespaceController(reg).run(), name="namespaces"
-            )
-            background = [
-                registry_task,
-                resolver_task,
-                controller_task,
-                syncer_task,
-                crd_task,
-                namespace_task,
-            ]
+            wiring = components.Wiring(reg, lifecycle, options.sync, options.sync_resources)
+            background = [registry_task, resolver_task]
+            for controller in components.CONTROLLERS:
+                if controller.name in options.controllers:
+                    background.append(
+                        tasks.create_task(controller.run(wiring), name=controller.name)
+                    )
             if options.simulate_workloads is not None:
                 simulator = workload_simulator.WorkloadSimulator(reg, options.simulate_workloads)
                 background.append(tasks.create_task(simulator.run(), name="workload-simulator"))
-            aggregation_task = tasks.create_task(
-                rbac_aggregation.ClusterRoleAggregation(reg).run(), name="rbac-aggregation"
-            )
-            background.append(aggregation_task)
             application = server_app.build_app(
                 reg,
                 authenticator,

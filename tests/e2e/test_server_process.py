@@ -273,3 +273,46 @@ def test_server_timing_header_only_when_asked(
     finally:
         assert timed.stop() == 0
     assert "Server-Timing" not in server.request("GET", path)[1]
+
+
+def test_controllers_flag_turns_a_controller_off(tmp_path: Path) -> None:
+    server = server_process.start_server(
+        tmp_path, extra_args=("--controllers", "*,-namespace-controller")
+    )
+    try:
+        server.kubectl("create", "namespace", "kept")
+        server.kubectl("delete", "namespace", "kept", "--wait=false")
+        time.sleep(1.5)
+        phase = server.kubectl("get", "namespace", "kept", "-o", "jsonpath={.status.phase}")
+        assert phase.stdout == "Terminating"
+    finally:
+        server.stop()
+    # The same store with every controller: the deletion the first process left completes.
+    again = server_process.start_server(tmp_path, root=server.root, port=server.port)
+    try:
+        deadline = time.monotonic() + 20
+        while not _namespace_gone(again, "kept") and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert _namespace_gone(again, "kept")
+    finally:
+        again.stop()
+
+
+def _namespace_gone(server: server_process.ServerProcess, namespace: str) -> bool:
+    result = server.kubectl("get", "namespace", namespace, check=False)
+    return result.returncode != 0 and "NotFound" in result.stderr
+
+
+def test_unknown_controller_is_a_clear_startup_error(tmp_path: Path) -> None:
+    result = _minikcp(
+        "start",
+        "--root-dir",
+        str(tmp_path / "state"),
+        "--secure-port",
+        str(server_process.free_port()),
+        "--controllers",
+        "*,-no-such-controller",
+    )
+    assert result.returncode == 2
+    assert result.stderr.startswith("minikcp: unknown controller 'no-such-controller'")
+    assert "Traceback" not in result.stderr + result.stdout

@@ -1,0 +1,97 @@
+"""The controllers minikcp runs beside the API, by name, and `--controllers` choosing among them.
+
+As kube-controller-manager's `--controllers`: a comma-separated list where `*` is every
+controller on by default, `name` turns one on and `-name` turns one off; the last word about a
+name wins over `*`. Each controller is one long-running task started from the wired registry.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Coroutine, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from minikcp.controllers import crds as crd_controller
+from minikcp.controllers import namespaces as namespace_controller
+from minikcp.controllers import rbac_aggregation
+from minikcp.controllers import workspaces as workspace_controller
+from minikcp.registry import registry
+from minikcp.syncer import syncer as workload_syncer
+from minikcp.syncer import target as sync_target
+from minikcp.tenancy import workspaces
+
+
+@dataclass(frozen=True, slots=True)
+class Wiring:
+    """What controllers are built from."""
+
+    registry: registry.Registry
+    lifecycle: workspaces.Workspaces
+    sync: sync_target.Settings
+    sync_resources: tuple[str, ...]
+
+
+Runner = Callable[[Wiring], Coroutine[Any, Any, None]]
+
+
+@dataclass(frozen=True, slots=True)
+class Controller:
+    name: str
+    run: Runner
+    help: str
+
+
+def _workspaces(w: Wiring) -> Coroutine[Any, Any, None]:
+    return workspace_controller.WorkspaceController(w.lifecycle).run()
+
+
+def _crds(w: Wiring) -> Coroutine[Any, Any, None]:
+    return crd_controller.CrdController(w.registry).run()
+
+
+def _namespaces(w: Wiring) -> Coroutine[Any, Any, None]:
+    return namespace_controller.NamespaceController(w.registry).run()
+
+
+def _aggregation(w: Wiring) -> Coroutine[Any, Any, None]:
+    return rbac_aggregation.ClusterRoleAggregation(w.registry).run()
+
+
+def _syncer(w: Wiring) -> Coroutine[Any, Any, None]:
+    return workload_syncer.Syncer(w.registry, w.sync, extra_resources=w.sync_resources).run()
+
+
+CONTROLLERS: tuple[Controller, ...] = (
+    Controller("workspace-controller", _workspaces, "Workspaces and their logical clusters"),
+    Controller("crd-controller", _crds, "CRD names and conditions, CRD deletion"),
+    Controller("namespace-controller", _namespaces, "deleted namespaces emptied, then removed"),
+    Controller(
+        "clusterrole-aggregation-controller", _aggregation, "aggregated ClusterRoles kept filled"
+    ),
+    Controller("syncer", _syncer, "workloads pushed to attached SyncTargets, status back"),
+)
+
+
+class SelectionError(ValueError):
+    """A `--controllers` value that names no controller."""
+
+
+def select(spec: str, known: Sequence[str]) -> tuple[str, ...]:
+    """The controllers a `--controllers` value turns on, in the order of `known`."""
+    words = [word.strip() for word in spec.split(",") if word.strip()]
+    everything = "*" in words
+    explicit: dict[str, bool] = {}
+    for word in words:
+        if word == "*":
+            continue
+        name = word[1:] if word.startswith("-") else word
+        if name not in known:
+            raise SelectionError(
+                f"unknown controller {name!r} in --controllers (known: {', '.join(known)})"
+            )
+        explicit[name] = not word.startswith("-")
+    return tuple(name for name in known if explicit.get(name, everything))
+
+
+def describe(controllers: Iterable[Controller] = CONTROLLERS) -> str:
+    return "; ".join(f"{c.name} ({c.help})" for c in controllers)
