@@ -211,6 +211,15 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
     ),
     _rt(
         "v1",
+        "ReplicationController",
+        "replicationcontrollers",
+        namespaced=True,
+        short=("rc",),
+        categories=("all",),
+        subs=("scale", "status"),
+    ),
+    _rt(
+        "v1",
         "ResourceQuota",
         "resourcequotas",
         namespaced=True,

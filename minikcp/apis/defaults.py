@@ -213,6 +213,23 @@ def _replica_set(obj: Obj) -> None:
     pod_template(_dict(spec, "template"))
 
 
+def _replication_controller(obj: Obj) -> None:
+    """SetDefaults_ReplicationController: selector and labels from the template's labels."""
+    spec = _dict(obj, "spec")
+    template = spec.get("template")
+    labels = (template.get("metadata") or {}).get("labels") if isinstance(template, dict) else None
+    if labels is not None:
+        if not spec.get("selector"):
+            spec["selector"] = dict(labels)
+        meta = _dict(obj, "metadata")
+        if not meta.get("labels"):
+            meta["labels"] = dict(labels)
+    if spec.get("replicas") is None:
+        spec["replicas"] = 1
+    if isinstance(template, dict):
+        pod_template(template)
+
+
 def _job(obj: Obj) -> None:
     spec = _dict(obj, "spec")
     if spec.get("completions") is None and spec.get("parallelism") is None:
@@ -491,6 +508,7 @@ def _priority_class(obj: Obj) -> None:
 _DEFAULTERS: dict[tuple[str, str], Callable[[Obj], None]] = {
     ("", "LimitRange"): _limit_range,
     ("", "Pod"): _pod,
+    ("", "ReplicationController"): _replication_controller,
     ("", "Service"): _service,
     ("", "Secret"): _secret,
     ("", "Namespace"): _namespace,

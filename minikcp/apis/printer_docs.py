@@ -24,6 +24,27 @@ FIELD_DOCS: Final[dict[str, str]] = {
         "in UTC.\n\nPopulated by the system. Read-only. Null for lists. More info: "
         "https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata"
     ),
+    "core_v1.ReplicationControllerSpec.replicas": (
+        "Replicas is the number of desired replicas. This is a pointer to distinguish between "
+        "explicit zero and unspecified. Defaults to 1. More info: "
+        "https://kubernetes.io/docs/concepts/workloads/controllers/replicationcontroller"
+        "#what-is-a-replicationcontroller"
+    ),
+    "core_v1.ReplicationControllerStatus.replicas": (
+        "Replicas is the most recently observed number of replicas. More info: "
+        "https://kubernetes.io/docs/concepts/workloads/controllers/replicationcontroller"
+        "#what-is-a-replicationcontroller"
+    ),
+    "core_v1.ReplicationControllerStatus.readyReplicas": (
+        "The number of ready replicas for this replication controller."
+    ),
+    "core_v1.ReplicationControllerSpec.selector": (
+        "Selector is a label query over pods that should match the Replicas count. If Selector "
+        "is empty, it is defaulted to the labels present on the Pod template. Label keys and "
+        "values that must match in order to be controlled by this replication controller, if "
+        "empty defaulted to labels on Pod template. More info: "
+        "https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#label-selectors"
+    ),
     "core_v1.PodStatus.podIP": (
         "podIP address allocated to the pod. Routable at least within the cluster. Empty if "
         "not yet allocated."

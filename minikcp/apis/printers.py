@@ -195,6 +195,7 @@ _PRINTERS: Final[dict[tuple[str, str], Printer]] = {
     ("", "LimitRange"): printers_quota.LIMIT_RANGE,
     ("apps", "Deployment"): printers_apps.DEPLOYMENT,
     ("apps", "ReplicaSet"): printers_apps.REPLICA_SET,
+    ("", "ReplicationController"): printers_apps.REPLICATION_CONTROLLER,
     ("batch", "Job"): printers_apps.JOB,
     ("apps", "StatefulSet"): printers_workloads.STATEFUL_SET,
     ("apps", "DaemonSet"): printers_workloads.DAEMON_SET,

@@ -98,6 +98,41 @@ REPLICA_SET: Final = base.Printer(
 )
 
 
+def _replication_controller_cells(obj: base.Obj, now: float) -> list[Any]:
+    spec, status = base.mapping(obj.get("spec")), base.mapping(obj.get("status"))
+    names, images = base.container_cells(base.template_containers(obj))
+    return [
+        base.name(obj),
+        _desired_replicas(spec),
+        base.integer(status.get("replicas")),
+        base.integer(status.get("readyReplicas")),
+        base.age(obj, now),
+        names,
+        images,
+        base.format_labels(spec.get("selector")),
+    ]
+
+
+REPLICATION_CONTROLLER: Final = base.Printer(
+    (
+        base.NAME_COLUMN,
+        Column("Desired", "integer", FIELD_DOCS["core_v1.ReplicationControllerSpec.replicas"]),
+        Column("Current", "integer", FIELD_DOCS["core_v1.ReplicationControllerStatus.replicas"]),
+        Column("Ready", "integer", FIELD_DOCS["core_v1.ReplicationControllerStatus.readyReplicas"]),
+        base.AGE_COLUMN,
+        base.CONTAINERS_COLUMN,
+        base.IMAGES_COLUMN,
+        Column(
+            "Selector",
+            "string",
+            FIELD_DOCS["core_v1.ReplicationControllerSpec.selector"],
+            priority=1,
+        ),
+    ),
+    _replication_controller_cells,
+)
+
+
 def _job_status(obj: base.Obj, conditions: Any) -> str:
     if base.condition_true(conditions, "Complete"):
         return "Complete"

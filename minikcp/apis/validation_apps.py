@@ -1,4 +1,5 @@
-"""Hand-written validation of workload kinds: apps/v1 Deployment and ReplicaSet, batch/v1 Job.
+"""Hand-written validation of workload kinds: apps/v1 Deployment and ReplicaSet, core/v1
+ReplicationController, batch/v1 Job.
 
 After pkg/apis/apps/validation and pkg/apis/batch/validation (1.32); messages match upstream's.
 """
@@ -199,6 +200,36 @@ def validate_replica_set(obj: Obj, old: Obj | None) -> list[Cause]:
     return causes + _selector_update(obj, old)
 
 
+def validate_replication_controller(obj: Obj, old: Obj | None) -> list[Cause]:
+    """ValidateReplicationController: a map selector, the template checked for RC use."""
+    causes = vm.object_meta(obj, namespaced=True, name_check=vm.dns1123_subdomain, old=old)
+    spec = _map(obj.get("spec"))
+    causes.extend(vm.nonnegative("spec.minReadySeconds", spec.get("minReadySeconds")))
+    selector = _map(spec.get("selector"))
+    if not selector:
+        causes.append(vm.required("spec.selector"))
+    causes.extend(vm.nonnegative("spec.replicas", spec.get("replicas")))
+    template = spec.get("template")
+    if not isinstance(template, Mapping):
+        return [*causes, vm.required("spec.template")]
+    labels = _map(template.get("metadata")).get("labels")
+    if selector and any(_map(labels).get(k) != v for k, v in selector.items()):
+        causes.append(_mismatch(labels, "spec.template.metadata.labels"))
+    causes.extend(vc.pod_template(template, "spec.template"))
+    pod_spec = _map(template.get("spec"))
+    restart = pod_spec.get("restartPolicy") or ""
+    if restart != "Always":
+        causes.append(vm.not_supported("spec.template.spec.restartPolicy", restart, ("Always",)))
+    if pod_spec.get("activeDeadlineSeconds") is not None:
+        causes.append(
+            vm.forbidden(
+                "spec.template.spec.activeDeadlineSeconds",
+                "activeDeadlineSeconds in ReplicationController is not Supported",
+            )
+        )
+    return causes
+
+
 def validate_job(obj: Obj, old: Obj | None) -> list[Cause]:
     causes = vm.object_meta(obj, namespaced=True, name_check=vm.dns1123_subdomain, old=old)
     spec = _map(obj.get("spec"))
@@ -242,4 +273,5 @@ VALIDATORS = {
     ("apps", "Deployment"): validate_deployment,
     ("apps", "ReplicaSet"): validate_replica_set,
     ("batch", "Job"): validate_job,
+    ("", "ReplicationController"): validate_replication_controller,
 }

@@ -19,6 +19,7 @@ _BY_KIND: dict[tuple[str, str], type[strategy.Strategy]] = {
     ("events.k8s.io", "Event"): core.EventsV1Strategy,
     ("apps", "Deployment"): apps.DeploymentStrategy,
     ("apps", "ReplicaSet"): apps.ReplicaSetStrategy,
+    ("", "ReplicationController"): apps.ReplicationControllerStrategy,
     ("batch", "Job"): batch.JobStrategy,
     ("networking.k8s.io", "Ingress"): batch.GenerationStrategy,
     ("apps", "StatefulSet"): apps.StatefulSetStrategy,

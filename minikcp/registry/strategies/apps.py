@@ -42,6 +42,20 @@ class ScalableStrategy(strategy.Strategy):
 class ReplicaSetStrategy(ScalableStrategy):
     extra_selectable_fields = frozenset({"status.replicas"})
 
+    def initial_status(self, obj: dict[str, Any]) -> None:
+        # `replicas` is not omitempty in the status of ReplicaSets and ReplicationControllers.
+        obj["status"] = {"replicas": 0}
+
+
+class ReplicationControllerStrategy(ReplicaSetStrategy):
+    """core/v1: the selector is a plain label map, the Scale shows it as `k=v,...` sorted."""
+
+    def scale_of(self, obj: Mapping[str, Any]) -> dict[str, Any]:
+        scale = super().scale_of({**obj, "spec": {**obj.get("spec", {}), "selector": None}})
+        selector = obj.get("spec", {}).get("selector") or {}
+        scale["status"]["selector"] = ",".join(f"{k}={selector[k]}" for k in sorted(selector))
+        return scale
+
 
 class DeploymentStrategy(ScalableStrategy):
     """With no controller running pods, a deployment reports itself rolled out at once.
