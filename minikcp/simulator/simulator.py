@@ -28,7 +28,13 @@ from minikcp.machinery import errors
 from minikcp.registry import informer, registry
 from minikcp.registry.objects import RequestContext, StoredObject
 from minikcp.runtime.work_queue import ShutDown, WorkQueue
-from minikcp.simulator import deployment_pass, replica_set_pass, rollout, statefulsets
+from minikcp.simulator import (
+    daemonsets,
+    deployment_pass,
+    replica_set_pass,
+    rollout,
+    statefulsets,
+)
 from minikcp.simulator.pass_result import PassResult
 from minikcp.simulator.pod_lifecycle import SimulatorOptions
 from minikcp.simulator.workload_objects import WorkloadObjects
@@ -71,6 +77,7 @@ class WorkloadSimulator:
         )
         controllers: list[Controller] = [
             statefulsets.StatefulSetController(self._objects, options, self._enqueue),
+            daemonsets.DaemonSetController(self._objects, options, self._enqueue),
         ]
         self._controllers = {c.kind: c for c in controllers}
         # The simulator reports Deployment status in every logical cluster.
