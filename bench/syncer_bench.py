@@ -1,4 +1,5 @@
-"""Syncer benchmark: Deployments in one logical cluster synced to two simulated physical clusters.
+"""Syncer benchmark: Deployments (or StatefulSets, `--kind statefulset`) in one logical cluster
+synced to two simulated physical clusters.
 
 Starts minikcp and two `--simulate-workloads` servers, attaches both, creates N Deployments
 (R replicas each, split across the two targets) with C concurrent HTTPS clients, then changes
@@ -11,6 +12,7 @@ server-side apply that changes nothing is not visible there, and is skipped by t
 anyway). The syncer's per-target rate limit applies (--sync-qps, default 20/s as kcp's). All
 processes share the machine's cores, so figures vary with what else runs.
 Run: python bench/syncer_bench.py [--deployments 1000] [--replicas 2] [--delay 1] [--qps 20]
+    [--kind deployment|statefulset]
 """
 
 from __future__ import annotations
@@ -39,6 +41,31 @@ APPS = f"/clusters/{CLUSTER}/apis/apps/v1/namespaces/default"
 _REVISION = "deployment.kubernetes.io/revision"
 
 
+def _stateful_set_rolled_out(obj: dict[str, Any]) -> bool:
+    """kubectl's StatefulSetStatusViewer with the defaulted partition 0."""
+    status = obj.get("status") or {}
+    want = obj.get("spec", {}).get("replicas", 1)
+    return bool(
+        0 < obj["metadata"].get("generation", 0) <= status.get("observedGeneration", 0)
+        and status.get("readyReplicas", 0) >= want
+        and status.get("updatedReplicas", 0) >= want
+    )
+
+
+def _stateful_set(name: str, replicas: int, image: str) -> dict[str, Any]:
+    obj = deployments.manifest(name, replicas, image)
+    obj["kind"] = "StatefulSet"
+    obj["spec"]["serviceName"] = name
+    return obj
+
+
+# --kind: (resource, manifest, kubectl's rollout check)
+KINDS = {
+    "deployment": ("deployments", deployments.manifest, deployments.rolled_out),
+    "statefulset": ("statefulsets", _stateful_set, _stateful_set_rolled_out),
+}
+
+
 def _content(obj: dict[str, Any]) -> bytes:
     """What the syncer writes: everything but status and server-maintained metadata."""
     meta = obj.get("metadata", {})
@@ -48,7 +75,9 @@ def _content(obj: dict[str, Any]) -> bytes:
 
 
 class Observer:
-    def __init__(self) -> None:
+    def __init__(self, resource: str, rolled_out: Any) -> None:
+        self.resource = resource
+        self.rolled_out = rolled_out
         self.watching = 0
         self.upstream_done: dict[str, float] = {}
         self.image: str = ""
@@ -59,17 +88,17 @@ class Observer:
         self._content: dict[tuple[int, str], bytes] = {}
 
     async def upstream(self, session: aiohttp.ClientSession, base: str) -> None:
-        url = f"{base}{APPS}/deployments?watch=1"
+        url = f"{base}{APPS}/{self.resource}?watch=1"
         async with session.get(url, timeout=aiohttp.ClientTimeout(total=None)) as resp:
             self.watching += 1
             async for line in resp.content:
                 obj = orjson.loads(line)["object"]
                 name = obj["metadata"]["name"]
-                if deployments.image(obj) == self.image and deployments.rolled_out(obj):
+                if deployments.image(obj) == self.image and self.rolled_out(obj):
                     self.upstream_done.setdefault(name, time.perf_counter())
 
     async def downstream(self, index: int, session: aiohttp.ClientSession, base: str) -> None:
-        url = f"{base}/clusters/root/apis/apps/v1/deployments?watch=1"
+        url = f"{base}/clusters/root/apis/apps/v1/{self.resource}?watch=1"
         async with session.get(url, timeout=aiohttp.ClientTimeout(total=None)) as resp:
             self.watching += 1
             async for line in resp.content:
@@ -106,7 +135,7 @@ async def _phase(
     await asyncio.sleep(2)  # late writes (there should be none) still count
     total = time.perf_counter() - t0
     n = len(names)
-    print(f"{label}: {n} deployments, requests {n / requests:.0f}/s, all done in {total:.1f}s")
+    print(f"{label}: {n} {args.kind}s, requests {n / requests:.0f}/s, all done in {total:.1f}s")
     present = [observer.present_at[k] - started[k] for k in names if k in observer.present_at]
     done = [observer.upstream_done[k] - started[k] - args.delay for k in names]
     done = [d for k, d in zip(names, done, strict=True) if k in observer.upstream_done]
@@ -134,7 +163,8 @@ async def bench(
         )
         for s in (up, *downs)
     ]
-    observer = Observer()
+    resource, manifest, rolled_out = KINDS[args.kind]
+    observer = Observer(resource, rolled_out)
     tasks = [asyncio.create_task(observer.upstream(sessions[0], up.base_url))]
     tasks += [
         asyncio.create_task(observer.downstream(i, sessions[i + 1], d.base_url))
@@ -145,10 +175,12 @@ async def bench(
             await asyncio.sleep(0.05)
         names = [f"d{i:05d}" for i in range(args.deployments)]
         session = sessions[0]
-        url = f"{up.base_url}{APPS}/deployments"
+        url = f"{up.base_url}{APPS}/{resource}"
 
         async def create(name: str) -> None:
-            await deployments.create(session, url, name, args.replicas, "nginx:1.26")
+            body = orjson.dumps(manifest(name, args.replicas, "nginx:1.26"))
+            async with session.post(url, data=body) as resp:
+                assert resp.status == 201, await resp.text()
 
         async def set_image(name: str) -> None:
             await deployments.set_image(session, url, name, "nginx:1.27")
@@ -173,6 +205,7 @@ def main() -> None:
     parser.add_argument("--delay", type=float, default=1.0, help="simulated pod start, seconds")
     parser.add_argument("--qps", type=float, default=20.0, help="syncer requests/s per target")
     parser.add_argument("--timeout", type=float, default=900.0)
+    parser.add_argument("--kind", choices=sorted(KINDS), default="deployment")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
@@ -189,7 +222,7 @@ def main() -> None:
             for name, down in zip(("east", "west"), downs, strict=True):
                 syncer_env.attach(up, CLUSTER, name, down)
             print(
-                f"{args.deployments} Deployments x {args.replicas} replicas, 2 targets, "
+                f"{args.deployments} {args.kind}s x {args.replicas} replicas, 2 targets, "
                 f"syncer {args.qps:g} requests/s per target, {args.clients} clients"
             )
             asyncio.run(bench(up, downs, args))

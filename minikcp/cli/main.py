@@ -123,6 +123,22 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="with --simulate-workloads: containers crash-loop (CrashLoopBackOff)",
     )
+    sim.add_argument(
+        "--simulated-nodes",
+        default=3,
+        type=_positive,
+        metavar="N",
+        help="with --simulate-workloads: nodes sim-node-0..N-1 that pods run on, one DaemonSet "
+        "pod each (default 3)",
+    )
+    sim.add_argument(
+        "--simulated-clock-offset",
+        default=0.0,
+        type=float,
+        metavar="SECONDS",
+        help="with --simulate-workloads: seconds added to the clock CronJob schedules are "
+        "checked against (to reach an activation sooner)",
+    )
     start.add_argument(
         "--controllers",
         default="*",
@@ -159,6 +175,16 @@ def _seconds(text: str) -> float:
     value = float(text)
     if not value >= 0:
         raise argparse.ArgumentTypeError(f"must be a number of seconds >= 0: {text!r}")
+    return value
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 1: {text!r}")
     return value
 
 
@@ -220,6 +246,8 @@ def main(argv: list[str] | None = None) -> int:
             rollout_delay=args.rollout_delay,
             fail_rollouts=args.fail_rollouts,
             crash_pods=args.crash_pods,
+            nodes=args.simulated_nodes,
+            clock_offset=args.simulated_clock_offset,
         )
         if args.simulate_workloads
         else None,

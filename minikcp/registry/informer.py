@@ -1,8 +1,8 @@
 """List, then watch, one resource across every logical cluster, in-process (client-go's informer).
 
-The objects are kept in memory and indexed by the name of their controller (the owner reference
-with `controller: true` of one kind), so a controller finds a Deployment's ReplicaSets or a
-ReplicaSet's pods without reading storage. A controller records its own writes at once
+The objects are kept in memory and indexed by their controller (the owner reference with
+`controller: true` of the kinds asked for), so a controller finds a Deployment's ReplicaSets or a
+StatefulSet's pods without reading storage. A controller records its own writes at once
 (`record`, `record_deleted`): its next pass sees them even before the watch delivers them, and
 the watch event of a write already recorded is no change, so a controller is not woken by its
 own writes.
@@ -36,33 +36,43 @@ def key_of(obj: StoredObject) -> ObjectKey:
 
 
 def controller_name(obj: Mapping[str, Any], kind: str) -> str | None:
+    owner = controller_of_kinds(obj, (kind,))
+    return owner[1] if owner is not None else None
+
+
+def controller_of_kinds(obj: Mapping[str, Any], kinds: tuple[str, ...]) -> tuple[str, str] | None:
+    """(kind, name) of the object's controller, if it is of one of `kinds`."""
     for ref in obj.get("metadata", {}).get("ownerReferences") or ():
-        if isinstance(ref, Mapping) and ref.get("controller") and ref.get("kind") == kind:
+        if isinstance(ref, Mapping) and ref.get("controller") and ref.get("kind") in kinds:
             name = ref.get("name")
-            return name if isinstance(name, str) else None
+            return (ref["kind"], name) if isinstance(name, str) else None
     return None
 
 
 class Informer:
-    """One resource's objects in every logical cluster, indexed by controller name."""
+    """One resource's objects in every logical cluster, indexed by controller (kind, name).
+
+    `owner_kind` is the controller kind indexed, or several; `owned_by` takes the kind when
+    there are several."""
 
     def __init__(
         self,
         reg: registry.Registry,
         rt: catalog.ResourceType,
         *,
-        owner_kind: str,
+        owner_kind: str | tuple[str, ...],
         on_change: ChangeHandler,
         retry_delay: float = 1.0,
     ) -> None:
         self._registry = reg
         self._rt = rt
-        self._owner_kind = owner_kind
+        self._owner_kinds = (owner_kind,) if isinstance(owner_kind, str) else owner_kind
         self._on_change = on_change
         self._retry_delay = retry_delay
         self._objects: dict[ObjectKey, StoredObject] = {}
-        self._owners: dict[ObjectKey, str] = {}
-        self._by_owner: dict[ObjectKey, dict[str, StoredObject]] = {}
+        self._owners: dict[ObjectKey, tuple[str, str]] = {}
+        # (cluster, namespace, owner kind, owner name) -> name -> object
+        self._by_owner: dict[tuple[str, str, str, str], dict[str, StoredObject]] = {}
         # Our own deletions, until the watch has passed them: an older event must not revive one.
         self._tombstones: dict[ObjectKey, int] = {}
         self.synced = asyncio.Event()
@@ -72,8 +82,15 @@ class Informer:
     def get(self, key: ObjectKey) -> StoredObject | None:
         return self._objects.get(key)
 
-    def owned_by(self, cluster: str, namespace: str, owner: str) -> list[StoredObject]:
-        return list(self._by_owner.get((cluster, namespace, owner), {}).values())
+    def owned_by(
+        self, cluster: str, namespace: str, owner: str, kind: str | None = None
+    ) -> list[StoredObject]:
+        index_key = (cluster, namespace, kind or self._owner_kinds[0], owner)
+        return list(self._by_owner.get(index_key, {}).values())
+
+    @property
+    def resource(self) -> str:
+        return self._rt.plural
 
     def __len__(self) -> int:
         return len(self._objects)
@@ -96,7 +113,7 @@ class Informer:
     # -- the cache ------------------------------------------------------------------------------
 
     def _put(self, key: ObjectKey, obj: StoredObject) -> None:
-        owner = controller_name(obj.view(), self._owner_kind)
+        owner = controller_of_kinds(obj.view(), self._owner_kinds)
         previous = self._owners.get(key)
         if previous is not None and previous != owner:
             self._unindex(key, previous)
@@ -105,7 +122,7 @@ class Informer:
             self._owners.pop(key, None)
             return
         self._owners[key] = owner
-        self._by_owner.setdefault((key[0], key[1], owner), {})[key[2]] = obj
+        self._by_owner.setdefault((key[0], key[1], *owner), {})[key[2]] = obj
 
     def _remove(self, key: ObjectKey) -> None:
         self._objects.pop(key, None)
@@ -113,8 +130,8 @@ class Informer:
         if owner is not None:
             self._unindex(key, owner)
 
-    def _unindex(self, key: ObjectKey, owner: str) -> None:
-        index_key = (key[0], key[1], owner)
+    def _unindex(self, key: ObjectKey, owner: tuple[str, str]) -> None:
+        index_key = (key[0], key[1], *owner)
         members = self._by_owner.get(index_key)
         if members is not None:
             members.pop(key[2], None)

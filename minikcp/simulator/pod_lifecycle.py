@@ -14,10 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from minikcp.simulator import rollout
+from minikcp.simulator import nodes, rollout
 
-NODE_NAME = "simulated-node"
-HOST_IP = "10.0.0.2"
 CRASH_BACKOFF = 10.0
 MAX_CRASH_BACKOFF = 300.0
 
@@ -34,6 +32,8 @@ class SimulatorOptions:
     fail_rollouts: bool = False  # every pod stays unready: rollouts exceed their deadline
     crash_pods: bool = False  # every container crash-loops
     workers: int = 4
+    nodes: int = 3  # simulated nodes, sim-node-0..N-1 (one DaemonSet pod each)
+    clock_offset: float = 0.0  # seconds added to the clock CronJob schedules are checked against
 
 
 class Behaviour(enum.Enum):
@@ -212,6 +212,7 @@ def pod_status(pod: Mapping[str, Any], state: State, now: float) -> dict[str, An
         cond("PodScheduled", True),
     ]
     ip = pod_ip(uid)
+    host = nodes.host_ip(spec.get("nodeName") or "")
     statuses = [
         _container_status(c, uid, state, started, stamp, meta.get("name", ""))
         for c in spec.get("containers") or ()
@@ -219,8 +220,8 @@ def pod_status(pod: Mapping[str, Any], state: State, now: float) -> dict[str, An
     status: dict[str, Any] = {
         "phase": "Running",
         "conditions": conditions,
-        "hostIP": HOST_IP,
-        "hostIPs": [{"ip": HOST_IP}],
+        "hostIP": host,
+        "hostIPs": [{"ip": host}],
         "podIP": ip,
         "podIPs": [{"ip": ip}],
         "startTime": started,

@@ -22,13 +22,20 @@ import asyncio
 import logging
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Protocol
 
 from minikcp.machinery import errors
 from minikcp.registry import informer, registry
 from minikcp.registry.objects import RequestContext, StoredObject
 from minikcp.runtime.work_queue import ShutDown, WorkQueue
-from minikcp.simulator import deployment_pass, replica_set_pass, rollout
+from minikcp.simulator import (
+    daemonsets,
+    deployment_pass,
+    replica_set_pass,
+    rollout,
+    statefulsets,
+)
+from minikcp.simulator.pass_result import PassResult
 from minikcp.simulator.pod_lifecycle import SimulatorOptions
 from minikcp.simulator.workload_objects import WorkloadObjects
 
@@ -43,6 +50,17 @@ _COALESCE = 0.05
 _NO_DEPLOYMENT: Mapping[str, Any] = {}
 
 
+class Controller(Protocol):
+    """A simulated controller of one kind beyond Deployments: it adds its informers to the
+    shared objects and reconciles one object of its kind per pass."""
+
+    kind: str
+
+    async def sync(
+        self, ctx: RequestContext, namespace: str, name: str, now: float
+    ) -> PassResult: ...
+
+
 class WorkloadSimulator:
     """Deployments -> ReplicaSets -> Pods in every logical cluster of the process."""
 
@@ -55,7 +73,13 @@ class WorkloadSimulator:
             on_deployment=self._deployment_changed,
             on_replica_set=self._rs_changed,
             on_pod=self._pod_changed,
+            node_count=options.nodes,
         )
+        controllers: list[Controller] = [
+            statefulsets.StatefulSetController(self._objects, options, self._enqueue),
+            daemonsets.DaemonSetController(self._objects, options, self._enqueue),
+        ]
+        self._controllers = {c.kind: c for c in controllers}
         # The simulator reports Deployment status in every logical cluster.
         reg.deployment_status.hand_over_everywhere()
 
@@ -64,15 +88,25 @@ class WorkloadSimulator:
         objects = self._objects
         try:
             async with asyncio.TaskGroup() as tasks:
-                tasks.create_task(objects.rs_informer.run(), name="simulator-replicasets")
-                tasks.create_task(objects.pod_informer.run(), name="simulator-pods")
-                tasks.create_task(objects.deployment_informer.run(), name="simulator-deployments")
+                for cache in objects.informers():
+                    tasks.create_task(cache.run(), name=f"simulator-{cache.resource}")
                 for i in range(self._options.workers):
                     tasks.create_task(self._work(), name=f"simulator-worker-{i}")
         finally:
             self._queue.close()
 
     # -- events -> queue ------------------------------------------------------------------------
+
+    def _enqueue(self, kind: str, obj: StoredObject) -> None:
+        """Queue `obj` as `kind`, or (kind "") the controller that owns it, if one of ours."""
+        cluster, namespace, name = informer.key_of(obj)
+        if not kind:
+            ref = rollout.controller_of(obj.view())
+            if ref is None:
+                return
+            kind, name = ref.get("kind", ""), ref.get("name", "")
+        if kind in self._controllers:
+            self._queue.add((kind, cluster, namespace, name))
 
     def _deployment_changed(self, new: StoredObject | None, old: StoredObject | None) -> None:
         obj = new or old
@@ -100,6 +134,9 @@ class WorkloadSimulator:
         if new is None:
             self._objects.forget_pod(obj.metadata.get("uid", ""))
         ref = rollout.controller_of(obj.view())
+        if ref is not None and ref.get("kind") in self._controllers:
+            self._queue.add((ref["kind"], cluster, namespace, ref.get("name", "")))
+            return
         if ref is None or ref.get("kind") != "ReplicaSet":
             if new is not None:
                 self._queue.add(("Pod", cluster, namespace, name))
@@ -117,8 +154,8 @@ class WorkloadSimulator:
     # -- workers --------------------------------------------------------------------------------
 
     async def _work(self) -> None:
-        await self._objects.rs_informer.synced.wait()
-        await self._objects.pod_informer.synced.wait()
+        for cache in self._objects.informers():
+            await cache.synced.wait()
         while True:
             try:
                 key = await self._queue.get()
@@ -142,7 +179,11 @@ class WorkloadSimulator:
         kind, cluster, namespace, name = key
         ctx = RequestContext(cluster)
         now = time.time()
-        if kind == "Deployment":
+        controller = self._controllers.get(kind)
+        if controller is not None:
+            result = await controller.sync(ctx, namespace, name, now)
+            writes, again, next_at = result.writes, result.again, result.next_at
+        elif kind == "Deployment":
             writes, again, next_at = await self._sync_deployment(ctx, namespace, name, now)
         elif kind == "ReplicaSet":
             writes, again, next_at = await self._sync_replica_set(ctx, namespace, name, now)
@@ -206,6 +247,8 @@ class WorkloadSimulator:
             await self._objects.delete_pod(ctx, pod)
             return 1, False, None
         ref = rollout.controller_of(pod)
+        if ref is not None and ref.get("kind") in self._controllers:
+            return 0, False, None  # its controller's pass runs it
         if ref is not None and ref.get("kind") == "ReplicaSet":
             rs = await self._objects.find_replica_set(ctx, namespace, ref.get("name", ""))
             if rs is not None and rs["metadata"].get("uid") == ref.get("uid"):

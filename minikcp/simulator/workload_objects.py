@@ -1,25 +1,28 @@
-"""The Deployments, ReplicaSets and Pods the workload simulator works on, in every logical
-cluster: three informers to read them from memory, and the writes, which go through the
-registry's ordinary create, update, status and delete paths and are recorded in the informers
-at once (so the next pass sees them, and their watch events wake nobody)."""
+"""The objects the workload simulator works on, in every logical cluster: informers to read them
+from memory (Deployments, ReplicaSets and Pods here; the controllers of other kinds add theirs
+with `watch`), and the writes, which go through the registry's ordinary create, update, status
+and delete paths and are recorded in the informers at once (so the next pass sees them, and
+their watch events wake nobody)."""
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from minikcp.machinery import errors
 from minikcp.registry import informer, registry
 from minikcp.registry import store as generic_store
 from minikcp.registry.objects import RequestContext, StoredObject, WriteOptions
-from minikcp.simulator import pod_lifecycle, rollout
+from minikcp.simulator import nodes, rollout
 
 logger = logging.getLogger(__name__)
 
 _CONTROLLER = WriteOptions(field_manager="kube-controller-manager")
 _KUBELET = WriteOptions(field_manager="kubelet")
+# Controllers whose pods the pod informer indexes (ReplicaSet first: the default of owned_by).
+POD_OWNERS = ("ReplicaSet", "StatefulSet", "DaemonSet", "Job")
 
 
 class WorkloadObjects:
@@ -30,6 +33,7 @@ class WorkloadObjects:
         on_deployment: informer.ChangeHandler,
         on_replica_set: informer.ChangeHandler,
         on_pod: informer.ChangeHandler,
+        node_count: int = 3,
     ) -> None:
         types = reg.catalog
         deployments = types.by_resource("apps", "v1", "deployments")
@@ -38,6 +42,7 @@ class WorkloadObjects:
         events = types.by_resource("", "v1", "events")
         assert deployments is not None and replica_sets is not None and pods is not None
         assert events is not None
+        self._registry = reg
         self._deployments = reg.store(deployments)
         self._replica_sets = reg.store(replica_sets)
         self._pods = reg.store(pods)
@@ -48,11 +53,59 @@ class WorkloadObjects:
         self.rs_informer = informer.Informer(
             reg, replica_sets, owner_kind="Deployment", on_change=on_replica_set
         )
-        self.pod_informer = informer.Informer(reg, pods, owner_kind="ReplicaSet", on_change=on_pod)
+        self.pod_informer = informer.Informer(reg, pods, owner_kind=POD_OWNERS, on_change=on_pod)
+        # Every kind written here, by resource: its store and informer.
+        self._kinds: dict[str, tuple[generic_store.ResourceStore, informer.Informer | None]] = {
+            "deployments": (self._deployments, self.deployment_informer),
+            "replicasets": (self._replica_sets, self.rs_informer),
+            "pods": (self._pods, self.pod_informer),
+        }
         # When pods this process created started: more precise than whole-second timestamps.
         self._started: dict[str, float] = {}
+        self.nodes = nodes.names(node_count)
+        self._placed = 0
+
+    def watch(
+        self,
+        group: str,
+        plural: str,
+        *,
+        owner_kind: str | tuple[str, ...],
+        on_change: informer.ChangeHandler,
+    ) -> informer.Informer:
+        """An informer of one more kind (a controller's), whose writes go through here too."""
+        rt = self._registry.catalog.by_resource(group, "v1", plural)
+        assert rt is not None, plural
+        cache = informer.Informer(self._registry, rt, owner_kind=owner_kind, on_change=on_change)
+        self._kinds[plural] = (self._registry.store(rt), cache)
+        return cache
+
+    def writes_to(self, group: str, plural: str) -> None:
+        """A kind written here but not watched (e.g. claims a StatefulSet creates)."""
+        rt = self._registry.catalog.by_resource(group, "v1", plural)
+        assert rt is not None, plural
+        self._kinds.setdefault(plural, (self._registry.store(rt), None))
+
+    def informers(self) -> list[informer.Informer]:
+        return [cache for _, cache in self._kinds.values() if cache is not None]
 
     # -- reads ----------------------------------------------------------------------------------
+
+    async def find(
+        self, plural: str, ctx: RequestContext, namespace: str, name: str
+    ) -> StoredObject | None:
+        """The object as stored now (not as cached), recorded in its informer."""
+        store, cache = self._kinds[plural]
+        found = await store.find(ctx, namespace, name)
+        if found is not None and cache is not None:
+            cache.record(found)
+        return found
+
+    def owned(
+        self, plural: str, cluster: str, namespace: str, owner_kind: str, owner: str
+    ) -> list[StoredObject]:
+        cache = self._kinds[plural][1]
+        return cache.owned_by(cluster, namespace, owner, owner_kind) if cache is not None else []
 
     async def find_deployment(
         self, ctx: RequestContext, namespace: str, name: str
@@ -96,6 +149,11 @@ class WorkloadObjects:
         if known is not None:
             return known
         return rollout.parse_time(meta.get("creationTimestamp", "")) or time.time()
+
+    def next_node(self) -> str:
+        """The node for a pod that may run anywhere: the simulated nodes in turn."""
+        self._placed += 1
+        return self.nodes[self._placed % len(self.nodes)]
 
     def forget_pod(self, uid: str) -> None:
         self._started.pop(uid, None)
@@ -142,7 +200,7 @@ class WorkloadObjects:
         status: dict[str, Any],
     ) -> StoredObject:
         """Write `status` through the status subresource, if `obj` is still the stored version."""
-        store = {"pods": self._pods, "replicasets": self._replica_sets}.get(kind, self._deployments)
+        store, cache = self._kinds[kind]
         meta = obj["metadata"]
         expected = meta.get("resourceVersion", "")
 
@@ -157,12 +215,57 @@ class WorkloadObjects:
         written = await store.guaranteed_update(
             ctx, meta["namespace"], meta["name"], mutate, opts, subresource="status"
         )
-        {
-            "pods": self.pod_informer,
-            "replicasets": self.rs_informer,
-            "deployments": self.deployment_informer,
-        }[kind].record(written)
+        if cache is not None:
+            cache.record(written)
         return written
+
+    async def create(self, plural: str, ctx: RequestContext, body: dict[str, Any]) -> StoredObject:
+        """Create an object as the controller manager; a pod starts running now."""
+        store, cache = self._kinds[plural]
+        created = await store.create(ctx, body["metadata"]["namespace"], body, _CONTROLLER)
+        if plural == "pods":
+            self._started[created.metadata.get("uid", "")] = time.time()
+        if cache is not None:
+            cache.record(created)
+        return created
+
+    async def update(
+        self,
+        plural: str,
+        ctx: RequestContext,
+        obj: Mapping[str, Any],
+        change: Callable[[dict[str, Any]], None],
+    ) -> StoredObject:
+        """Change the stored object (of the same uid) with `change`, as the controller manager."""
+        store, cache = self._kinds[plural]
+        meta = obj["metadata"]
+
+        def mutate(current: dict[str, Any] | None) -> dict[str, Any]:
+            if current is None or current["metadata"].get("uid") != meta.get("uid"):
+                raise errors.not_found(plural, meta["name"])
+            change(current)
+            return current
+
+        written = await store.guaranteed_update(
+            ctx, meta["namespace"], meta["name"], mutate, _CONTROLLER
+        )
+        if cache is not None:
+            cache.record(written)
+        return written
+
+    async def delete(
+        self,
+        plural: str,
+        ctx: RequestContext,
+        obj: Mapping[str, Any],
+        *,
+        grace_period: int | None = None,
+    ) -> None:
+        """Delete this very object (by uid); gone already is fine."""
+        store, cache = self._kinds[plural]
+        if plural == "pods" and grace_period is None:
+            grace_period = 0
+        await self._delete(store, cache, ctx, obj["metadata"], grace_period=grace_period)
 
     async def update_deployment_revision(
         self, ctx: RequestContext, deployment: Mapping[str, Any], value: str
@@ -238,7 +341,7 @@ class WorkloadObjects:
         if template_meta.get("annotations"):
             pod_meta["annotations"] = dict(template_meta["annotations"])
         spec = dict(template.get("spec") or {})
-        spec["nodeName"] = pod_lifecycle.NODE_NAME
+        spec["nodeName"] = self.next_node()
         body = {"apiVersion": "v1", "kind": "Pod", "metadata": pod_meta, "spec": spec}
         created = await self._pods.create(ctx, meta["namespace"], body, _CONTROLLER)
         self._started[created.metadata.get("uid", "")] = time.time()
@@ -254,7 +357,7 @@ class WorkloadObjects:
     async def _delete(
         self,
         store: generic_store.ResourceStore,
-        cache: informer.Informer,
+        cache: informer.Informer | None,
         ctx: RequestContext,
         meta: Mapping[str, Any],
         *,
@@ -269,10 +372,12 @@ class WorkloadObjects:
         except errors.StatusError as exc:
             if exc.code in (404, 409):
                 # Gone already, or replaced by a new object of the same name: not ours to delete.
-                cache.record_deleted(key, 0)
+                if cache is not None:
+                    cache.record_deleted(key, 0)
                 return
             raise
-        cache.record_deleted(key, deleted.revision)
+        if cache is not None:
+            cache.record_deleted(key, deleted.revision)
 
     async def delete_replica_set(self, ctx: RequestContext, rs: Mapping[str, Any]) -> None:
         """Delete a ReplicaSet and its pods (what the garbage collector would do)."""

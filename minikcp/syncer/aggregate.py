@@ -11,7 +11,7 @@ of the targets' Available conditions. So `kubectl rollout status` and `kubectl w
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 _COUNTS = ("replicas", "updatedReplicas", "readyReplicas", "availableReplicas")
@@ -19,7 +19,7 @@ _COUNTS = ("replicas", "updatedReplicas", "readyReplicas", "availableReplicas")
 
 @dataclass(frozen=True, slots=True)
 class TargetView:
-    """What one target reports for one Deployment (None status: no object there yet)."""
+    """What one target reports for one object (None status: no object there yet)."""
 
     name: str
     status: Mapping[str, Any] | None = None
@@ -27,7 +27,7 @@ class TargetView:
     upstream_generation: int = 0  # the upstream generation the downstream object was made from
     stale: bool = False  # the target has stopped answering
     error: str = ""  # why the object is not there (e.g. a conflict with an unmanaged object)
-    extra: Mapping[str, Any] = field(default_factory=dict)
+    spec: Mapping[str, Any] | None = None  # the downstream object's spec (its share, its partition)
 
 
 def _conditions(status: Mapping[str, Any] | None) -> dict[str, Mapping[str, Any]]:
@@ -38,14 +38,16 @@ def _conditions(status: Mapping[str, Any] | None) -> dict[str, Mapping[str, Any]
     return out
 
 
-def _int(value: Any) -> int:
+def count(value: Any) -> int:
+    """A status count as an int (absent, null or malformed: 0)."""
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
-def _observed(view: TargetView, generation: int) -> bool:
+def observed(view: TargetView, generation: int) -> bool:
+    """Whether the target's controller has observed the object made from `generation`."""
     if view.status is None or view.stale:
         return False
-    return view.upstream_generation >= generation and _int(
+    return view.upstream_generation >= generation and count(
         view.status.get("observedGeneration")
     ) >= max(view.generation, 1)
 
@@ -55,20 +57,20 @@ def summarise(
 ) -> dict[str, Any]:
     """The upstream status for `deployment` given its placed targets' views."""
     meta = deployment.get("metadata", {})
-    generation = _int(meta.get("generation")) or 1
+    generation = count(meta.get("generation")) or 1
     spec_replicas = deployment.get("spec", {}).get("replicas", 1)
     previous = deployment.get("status") or {}
     sums = dict.fromkeys(_COUNTS, 0)
     for view in views:
         s = view.status or {}
-        sums["replicas"] += _int(s.get("replicas"))
-        if _observed(view, generation) and view.upstream_generation == generation:
-            sums["updatedReplicas"] += _int(s.get("updatedReplicas"))
+        sums["replicas"] += count(s.get("replicas"))
+        if observed(view, generation) and view.upstream_generation == generation:
+            sums["updatedReplicas"] += count(s.get("updatedReplicas"))
         if not view.stale:
-            sums["readyReplicas"] += _int(s.get("readyReplicas"))
-            sums["availableReplicas"] += _int(s.get("availableReplicas"))
+            sums["readyReplicas"] += count(s.get("readyReplicas"))
+            sums["availableReplicas"] += count(s.get("availableReplicas"))
     status: dict[str, Any] = {}
-    all_observed = bool(views) and all(_observed(v, generation) for v in views)
+    all_observed = bool(views) and all(observed(v, generation) for v in views)
     if all_observed:
         status["observedGeneration"] = generation
     elif "observedGeneration" in previous:
@@ -76,7 +78,7 @@ def summarise(
     for key in _COUNTS:
         if sums[key]:
             status[key] = sums[key]
-    unavailable = max(_int(spec_replicas) - sums["availableReplicas"], 0)
+    unavailable = max(count(spec_replicas) - sums["availableReplicas"], 0)
     if unavailable:
         status["unavailableReplicas"] = unavailable
     conditions = _summarise_conditions(deployment, views, all_observed)

@@ -24,7 +24,6 @@ from minikcp.syncer.target import ItemKey, TargetWorker
 
 logger = logging.getLogger(__name__)
 
-DEPLOYMENTS = "deployments.apps"
 WRITE = WriteOptions(field_manager=translate.FIELD_MANAGER)
 
 
@@ -45,6 +44,17 @@ async def placed_targets(ctx: Context, cluster: str, namespace: str) -> list[str
     return placement.placed_on(
         namespace, meta.get("labels"), meta.get("annotations"), ctx.candidates(cluster)
     )
+
+
+async def placed_for(ctx: Context, resource: str, cluster: str, namespace: str) -> list[str]:
+    """The targets an object of `resource` goes to: those its namespace is placed on that sync
+    the kind and serve it (a replica split and a status summary count these only)."""
+    out = []
+    for name in await placed_targets(ctx, cluster, namespace):
+        wk = ctx.worker(cluster, name)
+        if wk is not None and resource in wk.synced and wk.health.compatible.get(resource, True):
+            out.append(name)
+    return out
 
 
 async def reconcile(ctx: Context, w: TargetWorker, key: ItemKey) -> float | None:
@@ -69,13 +79,13 @@ async def reconcile(ctx: Context, w: TargetWorker, key: ItemKey) -> float | None
         return None
     obj = upstream.view()
     meta = obj["metadata"]
-    placed = await placed_targets(ctx, cluster, namespace)
+    strategy = synced.strategy
+    placed = await placed_for(ctx, resource, cluster, namespace)
     wanted = (
         w.name in placed
         and not meta.get("deletionTimestamp")
         and not w.deleting
-        and not translate.never_synced(synced.rt.plural, obj)
-        and w.health.compatible.get(resource, True)
+        and not strategy.never_synced(obj)
     )
     if live is not None and _upstream_uid(live) not in ("", meta.get("uid")):
         # Left from an earlier object of the same name: it goes before the new one is written.
@@ -84,21 +94,21 @@ async def reconcile(ctx: Context, w: TargetWorker, key: ItemKey) -> float | None
         return 1.0
     if not wanted:
         result = await _withdraw(ctx, w, key, synced, obj, live, dns)
-        if resource == DEPLOYMENTS and not w.deleting:
-            await status_up(ctx, cluster, namespace, name)
+        if not w.deleting:
+            await status_up(ctx, synced, key)
         return result
     obj = await _prepare_upstream(ctx, w, synced, rctx, obj, placed)
-    if not w.health.ready and resource == DEPLOYMENTS:
-        await status_up(ctx, cluster, namespace, name)  # it shows the target as unreachable
+    if not w.health.ready:
+        await status_up(ctx, synced, key)  # it shows the target as unreachable
     w.require_ready()
     await _ensure_namespace(w, cluster, namespace, dns)
-    share = None
-    if resource == DEPLOYMENTS:
-        split = replicas.decode(
-            obj["metadata"].get("annotations", {}).get(translate.SPLIT_ANNOTATION)
+    split = None
+    if strategy.splits_replicas:
+        split = (
+            replicas.decode(obj["metadata"].get("annotations", {}).get(translate.SPLIT_ANNOTATION))
+            or {}
         )
-        share = (split or {}).get(w.name, 0)
-    desired = translate.downstream_object(synced.rt.plural, obj, w.ref, cluster, replicas=share)
+    desired = translate.downstream_object(strategy, obj, w.ref, cluster, split=split)
     path = synced.object_path(dns, name)
     if live is None:
         try:
@@ -110,8 +120,7 @@ async def reconcile(ctx: Context, w: TargetWorker, key: ItemKey) -> float | None
         if live is not None and not translate.is_owned(live, w.ref):
             # Never overwrite what minikcp did not create; look again now and then.
             w.errors[key] = f"{synced.rt.kind} {dns}/{name} exists downstream and is not ours"
-            if resource == DEPLOYMENTS:
-                await status_up(ctx, cluster, namespace, name)
+            await status_up(ctx, synced, key)
             return 30.0
     if translate.needs_apply(desired, live):
         try:
@@ -130,8 +139,7 @@ async def reconcile(ctx: Context, w: TargetWorker, key: ItemKey) -> float | None
         if written.get("metadata"):
             cache.remember(written)
     w.errors.pop(key, None)
-    if resource == DEPLOYMENTS:
-        await status_up(ctx, cluster, namespace, name)
+    await status_up(ctx, synced, key)
     return None
 
 
@@ -148,9 +156,9 @@ async def _prepare_upstream(
     obj: dict[str, Any],
     placed: list[str],
 ) -> dict[str, Any]:
-    """Our finalizer before the first downstream write; for Deployments, the replica split."""
+    """Our finalizer before the first downstream write; for split kinds, the replica split."""
     finalizer = w.ref.finalizer
-    is_deployment = synced.name == DEPLOYMENTS
+    splits = synced.strategy.splits_replicas
 
     def split_of(current: Mapping[str, Any]) -> dict[str, int]:
         recorded = replicas.decode(
@@ -163,7 +171,7 @@ async def _prepare_upstream(
         meta = current["metadata"]
         if not translate.has_finalizer(meta, finalizer):
             return False
-        if is_deployment:
+        if splits:
             recorded = (meta.get("annotations") or {}).get(translate.SPLIT_ANNOTATION)
             return bool(recorded == replicas.encode(split_of(current)))
         return True
@@ -179,7 +187,7 @@ async def _prepare_upstream(
             return current  # being deleted: no new finalizer; the next pass withdraws
         if not translate.has_finalizer(meta, finalizer):
             meta["finalizers"] = [*(meta.get("finalizers") or ()), finalizer]
-        if is_deployment:
+        if splits:
             annotations = meta.setdefault("annotations", {})
             annotations[translate.SPLIT_ANNOTATION] = replicas.encode(split_of(current))
         return current
@@ -328,16 +336,19 @@ async def _remove_finalizer(
             raise
 
 
-async def status_up(ctx: Context, cluster: str, namespace: str, name: str) -> None:
-    """Write the Deployment's summarised status upstream when it differs from what is there."""
-    rt = ctx.registry.catalog.by_resource("apps", "v1", "deployments")
-    assert rt is not None
-    rstore = ctx.registry.store(rt)
+async def status_up(ctx: Context, synced: resources.Synced, key: ItemKey) -> None:
+    """Write the object's summarised status upstream when it differs from what is there (only
+    for kinds whose status comes up)."""
+    strategy = synced.strategy
+    if not strategy.reports_status:
+        return
+    resource, cluster, namespace, name = key
+    rstore = ctx.registry.store(synced.rt)
     rctx = RequestContext(cluster=cluster)
     upstream = await rstore.find(rctx, namespace, name)
     if upstream is None or upstream.metadata.get("deletionTimestamp"):
         return
-    placed = await placed_targets(ctx, cluster, namespace)
+    placed = await placed_for(ctx, resource, cluster, namespace)
     if not placed:
         return
     views: list[aggregate.TargetView] = []
@@ -346,7 +357,7 @@ async def status_up(ctx: Context, cluster: str, namespace: str, name: str) -> No
         if wk is None or not wk.synced_caches:
             return  # not all targets known yet (start-up): report nothing rather than guess
         dns = translate.downstream_namespace(wk.ref, cluster, namespace)
-        live = wk.informers[DEPLOYMENTS].get(dns, name)
+        live = wk.informers[resource].get(dns, name)
         if live is not None and _upstream_uid(live) != upstream.metadata.get("uid"):
             live = None
         live_meta = (live or {}).get("metadata", {})
@@ -360,18 +371,18 @@ async def status_up(ctx: Context, cluster: str, namespace: str, name: str) -> No
                 generation=int(live_meta.get("generation", 0) or 0),
                 upstream_generation=int(gen_text) if str(gen_text).isdigit() else 0,
                 stale=not wk.health.ready,
-                error=wk.errors.get((DEPLOYMENTS, cluster, namespace, name), ""),
+                error=wk.errors.get(key, ""),
+                spec=live.get("spec") if live is not None else None,
             )
         )
-    summary = aggregate.summarise(upstream.view(), views, upstream_store.now_rfc3339())
+    summary = strategy.summarise(upstream.view(), views, upstream_store.now_rfc3339())
     if summary == upstream.view().get("status"):
         return
 
     def mutate(current: dict[str, Any] | None) -> dict[str, Any]:
         if current is None:
-            raise errors.not_found("deployments", name, group="apps")
-        fresh = aggregate.summarise(current, views, upstream_store.now_rfc3339())
-        current["status"] = fresh
+            raise errors.not_found(synced.rt.plural, name, group=synced.rt.group)
+        current["status"] = strategy.summarise(current, views, upstream_store.now_rfc3339())
         return current
 
     try:

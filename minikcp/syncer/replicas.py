@@ -1,4 +1,4 @@
-"""Splitting a Deployment's replicas across sync targets, as pure functions.
+"""Splitting a Deployment's or StatefulSet's replicas across sync targets, as pure functions.
 
 The split always sums to `spec.replicas`, is deterministic, and a scale moves only the
 difference: on scale-up targets only gain, on scale-down they only lose, each time towards the
@@ -51,6 +51,20 @@ def split(total: int, targets: Iterable[str], previous: Mapping[str, int] | None
             delta += take
         assert delta == 0
     return current
+
+
+def partition_split(partition: int, shares: Mapping[str, int]) -> dict[str, int]:
+    """Each target's part of a StatefulSet's `partition` (the ordinals kept at the old revision).
+
+    The targets hold the ordinals in name order, so the lowest ordinals, and the partition, are
+    the first targets' first. The parts sum to the partition (at most to the replicas).
+    """
+    left = max(partition, 0)
+    out: dict[str, int] = {}
+    for name in sorted(shares):
+        out[name] = min(max(shares[name], 0), left)
+        left -= out[name]
+    return out
 
 
 def encode(shares: Mapping[str, int]) -> str:

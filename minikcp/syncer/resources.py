@@ -6,15 +6,21 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from minikcp.apis import catalog
+from minikcp.syncer import kinds
 
 # kcp syncs deployments, services, ingresses, configmaps and secrets; service accounts too here,
-# since pods downstream run with downstream credentials.
+# since pods downstream run with downstream credentials; and the other workload kinds with the
+# claims their pods mount.
 DEFAULT_RESOURCES = (
     "deployments.apps",
+    "statefulsets.apps",
+    "daemonsets.apps",
+    "cronjobs.batch",
     "services",
     "configmaps",
     "secrets",
     "serviceaccounts",
+    "persistentvolumeclaims",
     "ingresses.networking.k8s.io",
 )
 
@@ -27,6 +33,10 @@ class Synced:
     def name(self) -> str:
         """`resource.group` as kubectl spells it (`services`, `deployments.apps`)."""
         return f"{self.rt.plural}.{self.rt.group}" if self.rt.group else self.rt.plural
+
+    @property
+    def strategy(self) -> kinds.SyncStrategy:
+        return kinds.strategy_for(self.name)
 
     @property
     def group_version_path(self) -> str:

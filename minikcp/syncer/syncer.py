@@ -175,7 +175,7 @@ class Syncer:
             namespace = meta.get("namespace", "")
             key: ItemKey = (s.name, obj.cluster, namespace, meta.get("name", ""))
             workers = self.workers_for(obj.cluster)
-            if workers and s.name == reconcile.DEPLOYMENTS:
+            if workers and s.strategy.takes_over_registry_status:
                 self._hand_over(obj.cluster, namespace)
             target = self._secret_refs.get((obj.cluster, namespace, meta.get("name", "")))
             if target is not None and kind != watching.DELETED:
@@ -249,7 +249,7 @@ class Syncer:
                 for item in listing.items:
                     namespace = item.metadata.get("namespace", "")
                     key: ItemKey = (name, item.cluster, namespace, item.metadata.get("name", ""))
-                    if name == reconcile.DEPLOYMENTS:
+                    if s.strategy.takes_over_registry_status:
                         self._hand_over(item.cluster, namespace)
                     for w in self.workers_for(item.cluster):
                         w.enqueue(key)
@@ -334,7 +334,7 @@ class Syncer:
             reconcile=lambda w, k: reconcile.reconcile(self, w, k),
             on_health=self._on_health,
             collect=lambda w: reconcile.collect_namespaces(self, w),
-            status_up=lambda k: reconcile.status_up(self, k[1], k[2], k[3]),
+            status_up=lambda s, k: reconcile.status_up(self, s, k),
         )
         # A target that answered before (the last run) keeps its placements from the start, so a
         # restart does not re-split replicas while the first probes are on their way.

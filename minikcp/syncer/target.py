@@ -70,7 +70,7 @@ class TargetWorker:
         reconcile: Callable[[TargetWorker, ItemKey], Any],
         on_health: Callable[[TargetWorker], Any],
         collect: Callable[[TargetWorker], Any],
-        status_up: Callable[[ItemKey], Any],
+        status_up: Callable[[resources.Synced, ItemKey], Any],
     ) -> None:
         self.ref = ref
         self.client = client
@@ -120,12 +120,14 @@ class TargetWorker:
         self.queue.add(key)
 
     def _handler(self, resource: str) -> informer.Handler:
+        reports_status = self.synced[resource].strategy.reports_status
+
         def handle(kind: str, new: dict[str, Any] | None, old: dict[str, Any] | None) -> None:
             obj = new or old or {}
             key = self._upstream_key(resource, obj)
             if key is None:
                 return
-            if resource == "deployments.apps":
+            if reports_status:
                 # Status goes up on its own queue: it writes upstream only, so it does not
                 # wait behind downstream writes held by the rate limit.
                 self.status_queue.add(key)
@@ -220,7 +222,7 @@ class TargetWorker:
             except ShutDown:
                 return
             try:
-                await self._status_up(key)
+                await self._status_up(self.synced[key[0]], key)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:

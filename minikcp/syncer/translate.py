@@ -14,6 +14,8 @@ from typing import Any
 
 import orjson
 
+from minikcp.syncer import kinds
+
 FIELD_MANAGER = "minikcp-syncer"
 SYNC_TARGET = ("workload.kcp.io", "v1alpha1", "synctargets")
 # On SyncTargets: held until what was synced to the target is removed (or the timeout passes).
@@ -29,7 +31,8 @@ UPSTREAM_GENERATION_ANNOTATION = "workload.minikcp.io/upstream-generation"
 APPLIED_HASH_ANNOTATION = "workload.minikcp.io/applied-hash"
 # Upstream: one finalizer per sync target holds a deletion until downstream is clean.
 FINALIZER_PREFIX = "workload.kcp.io/syncer-"
-# Upstream Deployments: the replicas each target runs, so a scale moves only the difference.
+# Upstream Deployments and StatefulSets: the replicas each target runs, so a scale moves only
+# the difference.
 SPLIT_ANNOTATION = "workload.minikcp.io/replica-split"
 CLUSTER_ANNOTATION = "kcp.io/cluster"
 
@@ -134,27 +137,16 @@ def is_owned(obj: Mapping[str, Any], target: TargetRef) -> bool:
     return bool(labels.get(TARGET_LABEL) == target.key)
 
 
-def never_synced(resource: str, obj: Mapping[str, Any]) -> bool:
-    """Objects every cluster makes for itself: copying them would fight the downstream server."""
-    name = obj.get("metadata", {}).get("name", "")
-    if resource == "configmaps":
-        return bool(name == "kube-root-ca.crt")
-    if resource == "serviceaccounts":
-        return bool(name == "default")
-    if resource == "secrets":
-        return bool(obj.get("type") == "kubernetes.io/service-account-token")
-    return False
-
-
 def downstream_object(
-    resource: str,
+    strategy: kinds.SyncStrategy,
     obj: Mapping[str, Any],
     target: TargetRef,
     cluster: str,
     *,
-    replicas: int | None = None,
+    split: Mapping[str, int] | None = None,
 ) -> dict[str, Any]:
-    """The object to server-side apply downstream: a fresh dict, `obj` is left untouched."""
+    """The object to server-side apply downstream: a fresh dict, `obj` is left untouched.
+    `split` is the recorded replica split of a kind whose replicas are split."""
     meta = obj.get("metadata", {})
     out_meta: dict[str, Any] = {
         k: _copy(v) for k, v in meta.items() if k not in _STRIPPED_METADATA and k != "namespace"
@@ -175,10 +167,7 @@ def downstream_object(
     for key, value in obj.items():
         if key not in ("apiVersion", "kind", "metadata", "status"):
             out[key] = _copy(value)
-    if resource == "services":
-        _strip_service(out.get("spec") or {})
-    if resource == "deployments" and replicas is not None:
-        out.setdefault("spec", {})["replicas"] = replicas
+    strategy.shape(out, target.name, split)
     annotations[APPLIED_HASH_ANNOTATION] = hashlib.sha256(
         orjson.dumps(out, option=orjson.OPT_SORT_KEYS)
     ).hexdigest()[:20]
@@ -192,18 +181,6 @@ def needs_apply(desired: Mapping[str, Any], live: Mapping[str, Any] | None) -> b
     want = desired.get("metadata", {}).get("annotations", {}).get(APPLIED_HASH_ANNOTATION)
     have = (live.get("metadata", {}).get("annotations") or {}).get(APPLIED_HASH_ANNOTATION)
     return want != have or drifted(desired, live)
-
-
-def _strip_service(spec: dict[str, Any]) -> None:
-    """Cluster IPs and node ports are allocated by each cluster; copying them would collide."""
-    if spec.get("clusterIP") not in ("None",):
-        spec.pop("clusterIP", None)
-        spec.pop("clusterIPs", None)
-    for key in ("ipFamilies", "ipFamilyPolicy", "healthCheckNodePort"):
-        spec.pop(key, None)
-    for port in spec.get("ports") or ():
-        if isinstance(port, dict):
-            port.pop("nodePort", None)
 
 
 def drifted(desired: Any, live: Any) -> bool:

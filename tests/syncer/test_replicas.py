@@ -96,3 +96,28 @@ def test_decode(text: str | None, decoded: dict[str, int] | None) -> None:
 def test_encode_round_trips_sorted() -> None:
     assert replicas.encode({"b": 1, "a": 2}) == '{"a":2,"b":1}'
     assert replicas.decode(replicas.encode({"b": 1, "a": 2})) == {"a": 2, "b": 1}
+
+
+@pytest.mark.parametrize(
+    ("partition", "shares", "parts"),
+    [
+        (0, {"east": 3, "west": 2}, {"east": 0, "west": 0}),
+        (2, {"east": 3, "west": 2}, {"east": 2, "west": 0}),
+        (4, {"west": 2, "east": 3}, {"east": 3, "west": 1}),  # name order, not dict order
+        (9, {"east": 3, "west": 2}, {"east": 3, "west": 2}),  # beyond the replicas: all kept
+        (-1, {"east": 1}, {"east": 0}),
+        (3, {}, {}),
+    ],
+)
+def test_partition_split(partition: int, shares: dict[str, int], parts: dict[str, int]) -> None:
+    assert replicas.partition_split(partition, shares) == parts
+
+
+@given(st.integers(0, 50), totals, names)
+def test_partition_parts_sum_to_the_partition(
+    partition: int, total: int, targets: list[str]
+) -> None:
+    shares = replicas.even_split(total, targets)
+    parts = replicas.partition_split(partition, shares)
+    assert sum(parts.values()) == min(partition, total)
+    assert all(0 <= parts[t] <= shares[t] for t in targets)

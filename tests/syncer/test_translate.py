@@ -7,9 +7,10 @@ from typing import Any
 import orjson
 import pytest
 
-from minikcp.syncer import translate
+from minikcp.syncer import kinds, translate
 
 T = translate.TargetRef(cluster="root", name="east", uid="u-1")
+DEPLOYMENTS = kinds.strategy_for("deployments.apps")
 
 
 def _deployment(**meta: Any) -> dict[str, Any]:
@@ -78,7 +79,7 @@ def test_unreadable_locators(annotations: dict[str, str] | None) -> None:
 
 def test_downstream_object_strips_server_fields() -> None:
     up = _deployment()
-    down = translate.downstream_object("deployments", up, T, "root", replicas=3)
+    down = translate.downstream_object(DEPLOYMENTS, up, T, "root", split={"east": 3, "west": 2})
     meta = down["metadata"]
     for key in (
         "uid",
@@ -112,7 +113,7 @@ def test_downstream_object_strips_server_fields() -> None:
 
 def test_deletion_fields_are_stripped() -> None:
     up = _deployment(deletionTimestamp="2026-01-01T00:00:00Z", deletionGracePeriodSeconds=0)
-    meta = translate.downstream_object("deployments", up, T, "root")["metadata"]
+    meta = translate.downstream_object(DEPLOYMENTS, up, T, "root")["metadata"]
     assert "deletionTimestamp" not in meta and "deletionGracePeriodSeconds" not in meta
 
 
@@ -144,7 +145,9 @@ def test_service_allocations_are_left_to_each_cluster(
     spec: dict[str, Any], expected: dict[str, Any]
 ) -> None:
     svc = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s", "uid": "u"}}
-    down = translate.downstream_object("services", {**svc, "spec": spec}, T, "root")
+    down = translate.downstream_object(
+        kinds.strategy_for("services"), {**svc, "spec": spec}, T, "root"
+    )
     assert down["spec"] == expected
 
 
@@ -161,11 +164,12 @@ def test_service_allocations_are_left_to_each_cluster(
             True,
         ),
         ("secrets", {"metadata": {"name": "t"}, "type": "Opaque"}, False),
-        ("deployments", {"metadata": {"name": "default"}}, False),
+        ("deployments.apps", {"metadata": {"name": "default"}}, False),
+        ("statefulsets.apps", {"metadata": {"name": "default"}}, False),
     ],
 )
 def test_never_synced(resource: str, obj: dict[str, Any], skip: bool) -> None:
-    assert translate.never_synced(resource, obj) is skip
+    assert kinds.strategy_for(resource).never_synced(obj) is skip
 
 
 @pytest.mark.parametrize(
@@ -193,7 +197,7 @@ def test_drifted(desired: Any, live: Any, drift: bool) -> None:
 
 
 def test_needs_apply_uses_the_applied_hash_and_drift() -> None:
-    desired = translate.downstream_object("deployments", _deployment(), T, "root", replicas=2)
+    desired = translate.downstream_object(DEPLOYMENTS, _deployment(), T, "root", split={"east": 2})
     assert translate.needs_apply(desired, None)
     live = orjson.loads(orjson.dumps(desired))
     live["status"] = {"replicas": 2}
@@ -204,15 +208,79 @@ def test_needs_apply_uses_the_applied_hash_and_drift() -> None:
     # A label removed upstream changes the hash, though the live object still holds everything.
     up = _deployment()
     up["metadata"]["labels"] = {}
-    fewer = translate.downstream_object("deployments", up, T, "root", replicas=2)
+    fewer = translate.downstream_object(DEPLOYMENTS, up, T, "root", split={"east": 2})
     live = orjson.loads(orjson.dumps(desired))
     assert translate.needs_apply(fewer, live)
 
 
 def test_ownership() -> None:
-    down = translate.downstream_object("configmaps", {"metadata": {"name": "c"}}, T, "root")
+    down = translate.downstream_object(
+        kinds.strategy_for("configmaps"), {"metadata": {"name": "c"}}, T, "root"
+    )
     assert translate.is_owned(down, T)
     assert not translate.is_owned({"metadata": {"name": "c"}}, T)
     other = translate.TargetRef("root", "west", "u-2")
     assert not translate.is_owned(down, other)
     assert T.finalizer.startswith(translate.FINALIZER_PREFIX) and T.finalizer != other.finalizer
+
+
+def _stateful_set(partition: int | None) -> dict[str, Any]:
+    rolling = {} if partition is None else {"partition": partition}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
+        "metadata": {"name": "db", "namespace": "default", "uid": "u", "generation": 2},
+        "spec": {
+            "replicas": 5,
+            "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": rolling},
+            "template": {"spec": {"containers": [{"name": "c"}]}},
+        },
+    }
+
+
+@pytest.mark.parametrize(
+    ("target", "partition", "replicas", "part"),
+    [
+        ("east", 0, 3, 0),
+        ("west", 0, 2, 0),
+        ("east", 4, 3, 3),  # east holds the lowest ordinals: the partition is east's first
+        ("west", 4, 2, 1),
+        ("west", 2, 2, 0),
+        ("other", 2, 0, 0),  # not in the split: nothing to run
+    ],
+)
+def test_stateful_set_gets_its_share_and_its_part_of_the_partition(
+    target: str, partition: int, replicas: int, part: int
+) -> None:
+    ref = translate.TargetRef(cluster="root", name=target, uid="u-9")
+    strategy = kinds.strategy_for("statefulsets.apps")
+    up = _stateful_set(partition)
+    down = translate.downstream_object(strategy, up, ref, "root", split={"east": 3, "west": 2})
+    assert down["spec"]["replicas"] == replicas
+    assert down["spec"]["updateStrategy"]["rollingUpdate"]["partition"] == part
+    assert up["spec"]["replicas"] == 5 and up["spec"]["updateStrategy"]["rollingUpdate"] == {
+        "partition": partition
+    }
+
+
+@pytest.mark.parametrize(
+    ("resource", "kind", "spec"),
+    [
+        ("daemonsets.apps", "DaemonSet", {"template": {"spec": {"containers": [{"name": "c"}]}}}),
+        ("cronjobs.batch", "CronJob", {"schedule": "*/5 * * * *", "jobTemplate": {"spec": {}}}),
+        (
+            "persistentvolumeclaims",
+            "PersistentVolumeClaim",
+            {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}},
+        ),
+    ],
+)
+def test_unsplit_kinds_go_whole_to_every_target(
+    resource: str, kind: str, spec: dict[str, Any]
+) -> None:
+    strategy = kinds.strategy_for(resource)
+    assert not strategy.splits_replicas and strategy.reports_status
+    up = {"apiVersion": "v1", "kind": kind, "metadata": {"name": "x", "uid": "u"}, "spec": spec}
+    for target in ("east", "west"):
+        ref = translate.TargetRef(cluster="root", name=target, uid=target)
+        assert translate.downstream_object(strategy, up, ref, "root")["spec"] == spec

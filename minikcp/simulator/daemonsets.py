@@ -1,0 +1,192 @@
+"""The DaemonSet controller and its pods' kubelets, one DaemonSet per pass.
+
+A pass keeps the ControllerRevision of the current template (named `<ds>-<hash>`, the hash
+labelled `controller-revision-hash`, renumbered when an old template comes back), takes the
+steps `daemonset_pods.next_steps` gives over the simulated nodes, runs the pods
+(`pod_lifecycle`), drops revisions beyond revisionHistoryLimit and writes the status when it
+changed. Children of a DaemonSet that is gone are deleted (`garbage`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from minikcp.machinery import errors
+from minikcp.registry.objects import RequestContext, StoredObject
+from minikcp.simulator import (
+    controller_history,
+    garbage,
+    pod_lifecycle,
+    replica_set_pass,
+    rollout,
+)
+from minikcp.simulator import daemonset_pods as ds_pods
+from minikcp.simulator.pass_result import Enqueue, PassResult
+from minikcp.simulator.workload_objects import WorkloadObjects
+
+KIND = "DaemonSet"
+_CHILDREN = ("pods", "controllerrevisions")
+
+
+class DaemonSetController:
+    kind = KIND
+
+    def __init__(
+        self, objects: WorkloadObjects, options: pod_lifecycle.SimulatorOptions, enqueue: Enqueue
+    ) -> None:
+        self._objects = objects
+        self._options = options
+        self._enqueue = enqueue
+        objects.watch("apps", "daemonsets", owner_kind="", on_change=self._changed)
+
+    def _changed(self, new: StoredObject | None, old: StoredObject | None) -> None:
+        obj = new or old
+        assert obj is not None
+        self._enqueue(KIND, obj)
+
+    async def sync(self, ctx: RequestContext, namespace: str, name: str, now: float) -> PassResult:
+        found = await self._objects.find("daemonsets", ctx, namespace, name)
+        alive = found is not None and not found.metadata.get("deletionTimestamp")
+        uid = found.metadata.get("uid") if found is not None and alive else None
+        result = PassResult()
+        result.writes += await garbage.collect(
+            self._objects, ctx, namespace, KIND, name, uid, _CHILDREN
+        )
+        if found is None or uid is None:
+            return result
+        await _DaemonSetPass(self._objects, self._options, ctx, found.view(), now, result).run()
+        return result
+
+
+class _DaemonSetPass:
+    def __init__(
+        self,
+        objects: WorkloadObjects,
+        options: pod_lifecycle.SimulatorOptions,
+        ctx: RequestContext,
+        ds: Mapping[str, Any],
+        now: float,
+        result: PassResult,
+    ) -> None:
+        self.objects = objects
+        self.options = options
+        self.ctx = ctx
+        self.ds = ds
+        self.now = now
+        self.result = result
+        self.namespace: str = ds["metadata"].get("namespace", "")
+        self.name: str = ds["metadata"]["name"]
+
+    def _owned(self, plural: str) -> list[Mapping[str, Any]]:
+        return [
+            o.view()
+            for o in self.objects.owned(plural, self.ctx.cluster, self.namespace, KIND, self.name)
+        ]
+
+    async def run(self) -> None:
+        hash_ = ds_pods.template_hash(self.ds)
+        revisions = controller_history.by_number(self._owned("controllerrevisions"))
+        current = await self._current_revision(revisions, hash_)
+        by_node = await self._pods_by_node()
+        node_names = self.objects.nodes
+        steps = ds_pods.next_steps(self.ds, node_names, by_node, hash_, self.now)
+        doomed = set(steps.delete)
+        for pods in by_node.values():
+            for pod in [p for p in pods if p["metadata"]["name"] in doomed]:
+                await self.objects.delete("pods", self.ctx, pod)
+                pods.remove(pod)
+                self.result.writes += 1
+        for node in steps.create:
+            body = ds_pods.new_pod(self.ds, hash_, node)
+            created = await self.objects.create("pods", self.ctx, body)
+            by_node.setdefault(node, []).append(created.view())
+            self.result.writes += 1
+        if steps.create or steps.delete:
+            self.result.again = True
+        for node, pods in by_node.items():
+            by_node[node] = await self._run_pods(pods)
+        live = {current} | {
+            controller_history.revision_name(self.name, ds_pods.hash_of(p))
+            for pods in by_node.values()
+            for p in pods
+        }
+        limit = self.ds.get("spec", {}).get("revisionHistoryLimit", 10)
+        for old in controller_history.surplus(revisions, live, limit):
+            await self.objects.delete("controllerrevisions", self.ctx, old)
+            self.result.writes += 1
+        status = ds_pods.daemon_status(self.ds, node_names, by_node, hash_, self.now)
+        if status != (self.ds.get("status") or {}):
+            await self.objects.write_status("daemonsets", self.ctx, self.ds, status)
+            self.result.writes += 1
+
+    async def _current_revision(self, revisions: list[Mapping[str, Any]], hash_: str) -> str:
+        """constructHistory: the revision of the current template, created or renumbered."""
+        next_number = (controller_history.number(revisions[-1]) if revisions else 0) + 1
+        name = controller_history.revision_name(self.name, hash_)
+        existing = next((r for r in revisions if r["metadata"]["name"] == name), None)
+        if existing is None:
+            body = controller_history.new_revision(self.ds, next_number, None)
+            body["metadata"]["name"] = name
+            body["metadata"]["labels"] = {
+                **(body["metadata"]["labels"] or {}),
+                ds_pods.HASH_LABEL: hash_,
+            }
+            del body["metadata"]["labels"][controller_history.HASH_LABEL]
+            if self.ds["metadata"].get("annotations"):
+                body["metadata"]["annotations"] = dict(self.ds["metadata"]["annotations"])
+            try:
+                await self.objects.create("controllerrevisions", self.ctx, body)
+            except errors.StatusError as exc:
+                if exc.reason != "AlreadyExists":
+                    raise
+                await self._collided()
+                raise
+            self.result.writes += 1
+        elif existing is not revisions[-1]:
+            await self.objects.update(
+                "controllerrevisions",
+                self.ctx,
+                existing,
+                lambda current: current.__setitem__("revision", next_number),
+            )
+            self.result.writes += 1
+        return name
+
+    async def _collided(self) -> None:
+        """A revision of that name not ours: count a collision, which changes the hash."""
+        status = dict(self.ds.get("status") or {})
+        status["collisionCount"] = status.get("collisionCount", 0) + 1
+        await self.objects.write_status("daemonsets", self.ctx, self.ds, status)
+
+    async def _pods_by_node(self) -> dict[str, list[Mapping[str, Any]]]:
+        """The DaemonSet's live pods by node; pods that finished terminating are removed."""
+        by_node: dict[str, list[Mapping[str, Any]]] = {}
+        uid = self.ds["metadata"].get("uid")
+        for pod in self._owned("pods"):
+            if (rollout.controller_of(pod) or {}).get("uid") != uid:
+                continue
+            if pod["metadata"].get("deletionTimestamp"):
+                if replica_set_pass.finishes_termination(pod):
+                    await self.objects.delete("pods", self.ctx, pod)
+                    self.result.writes += 1
+                    self.result.again = True
+                continue
+            by_node.setdefault(pod.get("spec", {}).get("nodeName", ""), []).append(pod)
+        return by_node
+
+    async def _run_pods(self, pods: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+        views = []
+        min_ready = ds_pods.min_ready_seconds(self.ds)
+        for pod in pods:
+            outcome = await replica_set_pass.advance_pod(
+                self.objects, self.options, self.ctx, pod, self.ds, self.now
+            )
+            self.result.writes += outcome.writes
+            self.result.again = self.result.again or bool(outcome.writes)
+            self.result.due(outcome.next_at)
+            ready = pod_lifecycle.is_ready(outcome.obj)
+            if ready and not pod_lifecycle.is_available(outcome.obj, min_ready, self.now):
+                self.result.due(self.now + 1.0)
+            views.append(outcome.obj)
+        return views

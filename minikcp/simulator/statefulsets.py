@@ -1,0 +1,252 @@
+"""The StatefulSet controller and its pods' kubelets, one StatefulSet per pass.
+
+A pass finds or creates the ControllerRevision of the current template (the update revision;
+the current one is the status's, until the rollout completes), takes the steps
+`statefulset_pods.next_steps` gives (claims from the volumeClaimTemplates created and bound
+before a pod), runs the pods (`pod_lifecycle`), drops revisions beyond revisionHistoryLimit and
+writes the status when it changed. Children of a StatefulSet that is gone are deleted
+(`garbage`).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from typing import Any
+
+from minikcp.machinery import errors
+from minikcp.registry.objects import RequestContext, StoredObject
+from minikcp.simulator import (
+    controller_history,
+    garbage,
+    pod_lifecycle,
+    replica_set_pass,
+    rollout,
+)
+from minikcp.simulator import statefulset_pods as sts_pods
+from minikcp.simulator.pass_result import Enqueue, PassResult
+from minikcp.simulator.workload_objects import WorkloadObjects
+
+KIND = "StatefulSet"
+_CHILDREN = ("pods", "controllerrevisions")
+
+
+class StatefulSetController:
+    kind = KIND
+
+    def __init__(
+        self, objects: WorkloadObjects, options: pod_lifecycle.SimulatorOptions, enqueue: Enqueue
+    ) -> None:
+        self._objects = objects
+        self._options = options
+        self._enqueue = enqueue
+        objects.watch("apps", "statefulsets", owner_kind="", on_change=self._changed)
+        objects.writes_to("", "persistentvolumeclaims")
+        objects.watch(
+            "apps",
+            "controllerrevisions",
+            owner_kind=("StatefulSet", "DaemonSet"),
+            on_change=self._revision_changed,
+        )
+
+    def _changed(self, new: StoredObject | None, old: StoredObject | None) -> None:
+        obj = new or old
+        assert obj is not None
+        self._enqueue(KIND, obj)
+
+    def _revision_changed(self, new: StoredObject | None, old: StoredObject | None) -> None:
+        # Only deletions by someone else matter: the owner re-creates what it needs.
+        if new is None and old is not None:
+            self._enqueue("", old)
+
+    async def sync(self, ctx: RequestContext, namespace: str, name: str, now: float) -> PassResult:
+        found = await self._objects.find("statefulsets", ctx, namespace, name)
+        alive = found is not None and not found.metadata.get("deletionTimestamp")
+        uid = found.metadata.get("uid") if found is not None and alive else None
+        result = PassResult()
+        result.writes += await garbage.collect(
+            self._objects, ctx, namespace, KIND, name, uid, _CHILDREN
+        )
+        if found is None or uid is None:
+            return result
+        sync = _StatefulSetPass(self._objects, self._options, ctx, found.view(), now, result)
+        await sync.run()
+        return result
+
+
+class _StatefulSetPass:
+    def __init__(
+        self,
+        objects: WorkloadObjects,
+        options: pod_lifecycle.SimulatorOptions,
+        ctx: RequestContext,
+        sts: Mapping[str, Any],
+        now: float,
+        result: PassResult,
+    ) -> None:
+        self.objects = objects
+        self.options = options
+        self.ctx = ctx
+        self.sts = sts
+        self.now = now
+        self.result = result
+        meta = sts["metadata"]
+        self.namespace: str = meta.get("namespace", "")
+        self.name: str = meta["name"]
+
+    def _owned(self, plural: str) -> list[Mapping[str, Any]]:
+        return [
+            o.view()
+            for o in self.objects.owned(plural, self.ctx.cluster, self.namespace, KIND, self.name)
+        ]
+
+    async def run(self) -> None:
+        status = self.sts.get("status") or {}
+        collisions = status.get("collisionCount") or 0
+        revisions = controller_history.by_number(self._owned("controllerrevisions"))
+        update, collisions = await self._update_revision(revisions, collisions)
+        revisions = controller_history.by_number(self._owned("controllerrevisions"))
+        current = next(
+            (r for r in revisions if r["metadata"]["name"] == status.get("currentRevision")),
+            update,
+        )
+        current_name = current["metadata"]["name"]
+        update_name = update["metadata"]["name"]
+        pods = await self._pods()
+        steps = sts_pods.next_steps(self.sts, pods, current_name, update_name, self.now)
+        templates = {
+            current_name: controller_history.template_of(current),
+            update_name: controller_history.template_of(update),
+        }
+        for doomed in steps.delete:
+            ordinal = sts_pods.ordinal(self.name, doomed)
+            pod = pods.pop(ordinal) if ordinal is not None else None
+            if pod is not None:
+                await self.objects.delete("pods", self.ctx, pod)
+                self.result.writes += 1
+        for ordinal, revision in steps.create:
+            await self._create_claims(ordinal)
+            body = sts_pods.new_pod(
+                self.sts,
+                templates[revision],
+                revision,
+                ordinal,
+                self.objects.nodes[ordinal % len(self.objects.nodes)],
+            )
+            pods[ordinal] = (await self.objects.create("pods", self.ctx, body)).view()
+            self.result.writes += 1
+        if steps.create or steps.delete:
+            self.result.again = True
+        views = await self._run_pods(list(pods.values()))
+        live = {current_name, update_name} | {sts_pods.revision_of(p) for p in views}
+        limit = self.sts.get("spec", {}).get("revisionHistoryLimit", 10)
+        for old in controller_history.surplus(revisions, live, limit):
+            await self.objects.delete("controllerrevisions", self.ctx, old)
+            self.result.writes += 1
+        new_status = sts_pods.set_status(
+            self.sts, views, current_name, update_name, collisions, self.now
+        )
+        if new_status != status:
+            await self.objects.write_status("statefulsets", self.ctx, self.sts, new_status)
+            self.result.writes += 1
+
+    async def _update_revision(
+        self, revisions: list[Mapping[str, Any]], collisions: int
+    ) -> tuple[Mapping[str, Any], int]:
+        """getStatefulSetRevisions: the revision of the current template, found, renumbered
+        (a template that came back) or created (a taken name counts a collision)."""
+        next_number = (controller_history.number(revisions[-1]) if revisions else 0) + 1
+        while True:
+            wanted = controller_history.new_revision(self.sts, next_number, collisions)
+            equal = controller_history.find_equal(revisions, wanted)
+            if equal and equal[-1] is revisions[-1]:
+                return equal[-1], collisions
+            if equal:
+                renumbered = await self.objects.update(
+                    "controllerrevisions",
+                    self.ctx,
+                    equal[-1],
+                    lambda current: current.__setitem__("revision", next_number),
+                )
+                self.result.writes += 1
+                return renumbered.view(), collisions
+            try:
+                created = await self.objects.create("controllerrevisions", self.ctx, wanted)
+            except errors.StatusError as exc:
+                if exc.reason != "AlreadyExists":
+                    raise
+                taken = await self.objects.find(
+                    "controllerrevisions", self.ctx, self.namespace, wanted["metadata"]["name"]
+                )
+                if taken is not None and taken.view().get("data") == wanted["data"]:
+                    return taken.view(), collisions
+                collisions += 1
+                continue
+            self.result.writes += 1
+            return created.view(), collisions
+
+    async def _pods(self) -> dict[int, Mapping[str, Any]]:
+        """The set's pods by ordinal; pods that finished terminating are removed."""
+        pods: dict[int, Mapping[str, Any]] = {}
+        uid = self.sts["metadata"].get("uid")
+        for pod in self._owned("pods"):
+            ref = rollout.controller_of(pod) or {}
+            ordinal = sts_pods.ordinal(self.name, pod["metadata"]["name"])
+            if ref.get("uid") != uid or ordinal is None:
+                continue
+            if replica_set_pass.finishes_termination(pod):
+                await self.objects.delete("pods", self.ctx, pod)
+                self.result.writes += 1
+                self.result.again = True
+                continue
+            pods[ordinal] = pod
+        return pods
+
+    async def _create_claims(self, ordinal: int) -> None:
+        """createPersistentVolumeClaims: the pod's claims unless they exist; bound at once."""
+        for claim in sts_pods.claims_for(self.sts, ordinal):
+            try:
+                created = await self.objects.create("persistentvolumeclaims", self.ctx, claim)
+            except errors.StatusError as exc:
+                if exc.reason == "AlreadyExists":
+                    continue  # kept from an earlier pod of this ordinal
+                raise
+            # The volume binder: a volume of the requested size, bound to the claim.
+            volume = f"pvc-{created.metadata.get('uid', '')}"
+            bound = await self.objects.update(
+                "persistentvolumeclaims",
+                self.ctx,
+                created.view(),
+                functools.partial(_bind_volume, volume),
+            )
+            status = sts_pods.bound_claim_status(bound.view())
+            await self.objects.write_status(
+                "persistentvolumeclaims", self.ctx, bound.view(), status
+            )
+            self.result.writes += 3
+
+    async def _run_pods(self, pods: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+        """The kubelets: each pod's status to its plan; the pass is due again at the next
+        change."""
+        views = []
+        min_ready = sts_pods.min_ready_seconds(self.sts)
+        for pod in pods:
+            if sts_pods.is_terminating(pod):
+                views.append(pod)
+                continue
+            outcome = await replica_set_pass.advance_pod(
+                self.objects, self.options, self.ctx, pod, self.sts, self.now
+            )
+            self.result.writes += outcome.writes
+            # A pod that changed (became Ready) may let the next step go.
+            self.result.again = self.result.again or bool(outcome.writes)
+            self.result.due(outcome.next_at)
+            ready = pod_lifecycle.is_ready(outcome.obj)
+            if ready and not pod_lifecycle.is_available(outcome.obj, min_ready, self.now):
+                self.result.due(self.now + 1.0)
+            views.append(outcome.obj)
+        return views
+
+
+def _bind_volume(volume: str, claim: dict[str, Any]) -> None:
+    claim["spec"]["volumeName"] = volume
