@@ -20,7 +20,7 @@ from minikcp.auth import authn, pki, service_accounts, tls, token_file
 from minikcp.cli import kubeconfigs
 from minikcp.controllers import crds as crd_controller
 from minikcp.controllers import namespaces as namespace_controller
-from minikcp.controllers import rbac_aggregation
+from minikcp.controllers import rbac_aggregation, resource_quotas
 from minikcp.controllers import workspaces as workspace_controller
 from minikcp.machinery import rbac, users
 from minikcp.registry import registry, token_requests
@@ -173,7 +173,11 @@ async def serve(options: ServeOptions) -> None:
             namespace_task = tasks.create_task(
                 namespace_controller.NamespaceController(reg).run(), name="namespaces"
             )
+            quota_task = tasks.create_task(
+                resource_quotas.ResourceQuotaController(reg).run(), name="resource-quotas"
+            )
             background = [
+                quota_task,
                 registry_task,
                 resolver_task,
                 controller_task,

@@ -84,6 +84,7 @@ class Quantity:
 
 
 ZERO = Quantity(Fraction(0), DECIMAL_SI)
+ONE = Quantity(Fraction(1), DECIMAL_SI)
 
 
 def parse(text: object) -> Quantity:

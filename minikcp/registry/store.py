@@ -334,6 +334,8 @@ class ResourceStore:
             self.strategy.after_write(obj, None, ctx.cluster)
             self._managed_fields(obj, None, opts, "")
         await self.strategy.admit(ctx, obj, None)
+        if self.admission is not None:
+            await self.admission.validate_create(ctx, obj, opts.dry_run)
         if opts.dry_run:
             return StoredObject.from_dict(obj, cluster=ctx.cluster, revision=0)
         for attempt in range(8 if generate else 1):
