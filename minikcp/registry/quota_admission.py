@@ -30,7 +30,8 @@ from storage import interface as storage_interface
 logger = logging.getLogger(__name__)
 
 _WORKERS = 8
-_RETRIES = 3
+# Upstream retries a lost race 3 times; replicas on one etcd race each other more often.
+_RETRIES = 8
 # Upstream answers 500 when a quota decision takes longer than this.
 _TIMEOUT_SECONDS = 10.0
 
