@@ -40,12 +40,12 @@ _TERMINAL = (b'"phase":"Succeeded"', b'"phase":"Failed"')
 
 
 def status_current(obj: Mapping[str, Any]) -> bool:
-    """Whether a quota's status reflects its spec: same hard, a used value for each."""
-    hard = quota_math.parse_list((obj.get("spec") or {}).get("hard"))
+    """Whether a quota's status reflects its spec: same hard, a used value for each (the
+    strategy stores both in canonical text, so the texts compare)."""
+    hard = (obj.get("spec") or {}).get("hard") or {}
     status = obj.get("status") or {}
-    return hard == quota_math.parse_list(status.get("hard")) and all(
-        name in (status.get("used") or {}) for name in hard
-    )
+    used = status.get("used") or {}
+    return hard == (status.get("hard") or {}) and all(name in used for name in hard)
 
 
 def measured_resources(obj: Mapping[str, Any]) -> set[Resource]:
@@ -94,6 +94,11 @@ class ResourceQuotaController:
         self._queue: WorkQueue[Key] = WorkQueue(lambda key: key[0], base_delay=0.05, max_delay=5)
         # (cluster, namespace) -> quota name -> resources it counts.
         self._measured: dict[Key, dict[str, set[Resource]]] = {}
+        reg.quota.on_overcharge = self._overcharged
+
+    def _overcharged(self, key: Key) -> None:
+        if key in self._measured:
+            self._queue.add(key)
 
     async def run(self) -> None:
         try:

@@ -67,7 +67,7 @@ def mask(values: Mapping[str, Quantity], names: Iterable[str]) -> ResourceList:
 
 
 def remove_zeros(values: Mapping[str, Quantity]) -> ResourceList:
-    return {n: q for n, q in values.items() if q.value != 0}
+    return {n: q for n, q in values.items() if q.sign}
 
 
 def exceeded(used: Mapping[str, Quantity], hard: Mapping[str, Quantity]) -> list[str]:
@@ -146,10 +146,16 @@ def object_count_name(group: str, resource: str) -> str:
 
 
 def check_request(
-    quotas: Sequence[QuotaState], evaluator: Evaluator, obj: Mapping[str, Any], now: float
+    quotas: Sequence[QuotaState],
+    evaluator: Evaluator,
+    obj: Mapping[str, Any],
+    now: float,
+    used: Sequence[ResourceList] | None = None,
 ) -> list[ResourceList]:
-    """Each quota's used after admitting the creation of `obj` (`CheckRequest`); raises
-    QuotaRefusal with upstream's message when a quota refuses it."""
+    """Each quota's used after admitting the creation of `obj` (`CheckRequest`), from `used`
+    (default: the quotas' own); raises QuotaRefusal with upstream's message when a quota
+    refuses it."""
+    out = [q.used for q in quotas] if used is None else list(used)
     interesting: list[int] = []
     for i, q in enumerate(quotas):
         if not evaluator.matches(q, obj):
@@ -158,16 +164,15 @@ def check_request(
         why = evaluator.constraints(restricted, obj)
         if why:
             raise QuotaRefusal(f"failed quota: {q.name}: {why}")
-        if any(n not in q.used for n in restricted):
+        if any(n not in out[i] for n in restricted):
             raise QuotaRefusal(
                 f"status unknown for quota: {q.name}, resources: {pretty_names(restricted)}"
             )
         interesting.append(i)
-    out = [q.used for q in quotas]
     if not interesting:
         return out
     usage = evaluator.usage(obj, now)
-    negative = [n for n, q in usage.items() if q.value < 0]
+    negative = [n for n, q in usage.items() if q.sign < 0]
     if negative:
         raise QuotaRefusal(f"quota usage is negative for resource(s): {pretty_names(negative)}")
     delta = remove_zeros(usage)
@@ -176,12 +181,12 @@ def check_request(
         requested = mask(delta, q.hard)
         if not requested:
             continue
-        new_used = add(q.used, requested)
+        new_used = add(out[i], requested)
         over = exceeded(mask(new_used, requested), q.hard)
         if over:
             raise QuotaRefusal(
                 f"exceeded quota: {q.name}, requested: {pretty(mask(requested, over))}, "
-                f"used: {pretty(mask(q.used, over))}, limited: {pretty(mask(q.hard, over))}"
+                f"used: {pretty(mask(out[i], over))}, limited: {pretty(mask(q.hard, over))}"
             )
         out[i] = new_used
     return out

@@ -30,6 +30,9 @@ class Admission:
     async def admit_delete(self, ctx: RequestContext, current: StoredObject) -> None:
         """May refuse to delete `current`."""
 
+    def create_failed(self, ctx: RequestContext, obj: dict[str, Any]) -> None:
+        """A create that `validate_create` let through was not stored after all."""
+
 
 # Plugins that apply to many kinds give the hook for one resource type (None: not this one).
 PluginFactory = Callable[[catalog.ResourceType], Admission | None]
@@ -54,6 +57,10 @@ class Chain(Admission):
     async def admit_delete(self, ctx: RequestContext, current: StoredObject) -> None:
         for hook in self.hooks:
             await hook.admit_delete(ctx, current)
+
+    def create_failed(self, ctx: RequestContext, obj: dict[str, Any]) -> None:
+        for hook in self.hooks:
+            hook.create_failed(ctx, obj)
 
 
 def chain(hooks: Sequence[Admission]) -> Admission | None:

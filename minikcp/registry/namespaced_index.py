@@ -78,13 +78,13 @@ class NamespacedIndex(Generic[T]):
         obj = orjson.loads(value)
         return Entry(key, revision, obj, self._derive(obj))
 
-    def wrote(self, cluster: str, namespace: str, key: str, revision: int, value: bytes) -> None:
+    def wrote(self, cluster: str, namespace: str, entry: Entry[T]) -> None:
         """Our own write of one object, known before the watch reports it."""
         cached = self._cache.get((cluster, namespace))
-        if cached is None:
-            return
-        new = self._entry(key, revision, value)
-        self._cache[(cluster, namespace)] = tuple(new if e.key == key else e for e in cached)
+        if cached is not None:
+            self._cache[(cluster, namespace)] = tuple(
+                entry if e.key == entry.key else e for e in cached
+            )
 
     def _keep(self, key: Key, entries: tuple[Entry[T], ...]) -> None:
         self._cache[key] = entries

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -69,6 +70,9 @@ class QuotaAdmission:
         self._queue: asyncio.Queue[tuple[str, str]] = asyncio.Queue()
         self._busy: set[tuple[str, str]] = set()  # queued or being processed
         self._running = False
+        # Told of namespaces whose quotas charged a create that was then not stored (the quota
+        # controller recounts them); upstream leaves that to the controller's periodic resync.
+        self.on_overcharge: Callable[[tuple[str, str]], None] | None = None
 
     def hook_for(self, rt: catalog.ResourceType) -> Admission | None:
         if not rt.namespaced or (rt.group, rt.plural) in quota_usage.IGNORED:
@@ -105,15 +109,18 @@ class QuotaAdmission:
         if key not in self._busy:
             self._busy.add(key)
             self._queue.put_nowait(key)
+        # A timer, not asyncio.timeout: this wait is on every create in a namespace with quota.
+        timer = asyncio.get_running_loop().call_later(_TIMEOUT_SECONDS, _time_out, waiter)
         try:
-            async with asyncio.timeout(_TIMEOUT_SECONDS):
-                await asyncio.shield(waiter.done)
-        except TimeoutError:
-            raise errors.internal("resource quota evaluation timed out") from None
+            await waiter.done
+        finally:
+            timer.cancel()
 
     async def _worker(self) -> None:
         while True:
             key = await self._queue.get()
+            # Let the requests that are ready in this turn of the loop join the batch.
+            await asyncio.sleep(0)
             waiters = self._work.pop(key, [])
             try:
                 await self._check(key, waiters)
@@ -137,12 +144,12 @@ class QuotaAdmission:
         pending = waiters
         last_error: errors.StatusError | None = None
         for _ in range(_RETRIES + 1):
-            used = [e.derived.used for e in entries]
+            states = [e.derived for e in entries]
+            used = [s.used for s in states]
             now = time.time()
             for w in pending:
-                current = [replace(e.derived, used=u) for e, u in zip(entries, used, strict=True)]
                 try:
-                    new = quota_math.check_request(current, w.evaluator, w.obj, now)
+                    new = quota_math.check_request(states, w.evaluator, w.obj, now, used)
                 except quota_math.QuotaRefusal as refusal:
                     w.finish(_forbidden(w, str(refusal)))
                     continue
@@ -193,8 +200,15 @@ class QuotaAdmission:
             return errors.not_found("resourcequotas", name)
         except storage_errors.StorageError as exc:
             raise interpreted.interpret(exc, self.quotas.rt, name) from None
-        self.quotas.wrote(cluster, namespace, entry.key, item.mod_rev, item.value)
+        state = replace(entry.derived, used=used)
+        self.quotas.wrote(
+            cluster, namespace, namespaced_index.Entry(entry.key, item.mod_rev, obj, state)
+        )
         return None
+
+
+def _time_out(waiter: _Waiter) -> None:
+    waiter.finish(errors.internal("resource quota evaluation timed out"))
 
 
 def _forbidden(w: _Waiter, message: str) -> errors.StatusError:
@@ -215,3 +229,8 @@ class _QuotaHook(Admission):
         self, ctx: RequestContext, obj: dict[str, Any], dry_run: bool
     ) -> None:
         await self._owner.evaluate(ctx, self._rt, self._evaluator, obj, dry_run)
+
+    def create_failed(self, ctx: RequestContext, obj: dict[str, Any]) -> None:
+        notify = self._owner.on_overcharge
+        if notify is not None:
+            notify((ctx.cluster, obj["metadata"].get("namespace", "")))

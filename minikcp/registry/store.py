@@ -338,6 +338,17 @@ class ResourceStore:
             await self.admission.validate_create(ctx, obj, opts.dry_run)
         if opts.dry_run:
             return StoredObject.from_dict(obj, cluster=ctx.cluster, revision=0)
+        try:
+            return await self._store_new(ctx, namespace, obj, generate=bool(generate))
+        except BaseException:
+            if self.admission is not None:
+                self.admission.create_failed(ctx, obj)
+            raise
+
+    async def _store_new(
+        self, ctx: RequestContext, namespace: str, obj: dict[str, Any], *, generate: bool
+    ) -> StoredObject:
+        meta = obj["metadata"]
         for attempt in range(8 if generate else 1):
             if attempt:
                 meta["name"] = names.generate_name(meta["generateName"])

@@ -132,6 +132,9 @@ def test_concurrent_creators_never_overshoot(kubectl: Kubectl, core: client.Core
     eventually(lambda: _used(kubectl, "cm") == {"configmaps": "15"}, what="used after deletes")
     kubectl("create", "configmap", "again")
     assert _used(kubectl, "cm") == {"configmaps": "16"}
+    # Charged, then refused by the store: the controller recounts.
+    assert "already exists" in kubectl.fails("create", "configmap", "again").stderr
+    eventually(lambda: _used(kubectl, "cm") == {"configmaps": "16"}, what="used recounted")
 
 
 POD = {
