@@ -83,6 +83,10 @@ def test_kubectl_create_quota_and_describe(kubectl: Kubectl) -> None:
         "used: configmaps=3, limited: configmaps=3" in refused
     )
     assert "NotFound" in kubectl.fails("get", "configmap", "c").stderr
+    # A higher hard takes effect once the controller has written it to status.
+    kubectl("patch", "quota", "q", "-p", '{"spec":{"hard":{"configmaps":"4"}}}')
+    eventually(lambda: _status(kubectl, "q")["hard"]["configmaps"] == "4", what="new hard")
+    kubectl("create", "configmap", "c")
     kubectl("create", "deployment", "d1", "--image=nginx")
     kubectl("create", "deployment", "d2", "--image=nginx")
     refused = kubectl.fails("create", "deployment", "d3", "--image=nginx").stderr
@@ -93,14 +97,14 @@ def test_kubectl_create_quota_and_describe(kubectl: Kubectl) -> None:
     )
     described = kubectl("describe", "quota", "q").stdout
     rows = {line.split()[0]: line.split()[1:] for line in described.splitlines()[3:] if line}
-    assert rows["configmaps"] == ["3", "3"]
+    assert rows["configmaps"] == ["4", "4"]
     assert rows["count/deployments.apps"] == ["2", "2"]
     assert rows["limits.memory"] == ["0", "1Gi"]
     # A dry run is checked but not charged.
     kubectl("delete", "configmap", "before")
-    eventually(lambda: _used(kubectl, "q")["configmaps"] == "2", what="used after delete")
+    eventually(lambda: _used(kubectl, "q")["configmaps"] == "3", what="used after delete")
     kubectl("create", "configmap", "dry", "--dry-run=server")
-    assert _used(kubectl, "q")["configmaps"] == "2"
+    assert _used(kubectl, "q")["configmaps"] == "3"
 
 
 def test_concurrent_creators_never_overshoot(kubectl: Kubectl, core: client.CoreV1Api) -> None:
