@@ -114,6 +114,9 @@ def quota_state(obj: Mapping[str, Any]) -> QuotaState:
 class Evaluator:
     """How quota measures one resource (`quota.Evaluator`); this base counts objects."""
 
+    # Whether updates can change what an object uses (`Handles`: counts change on create only).
+    handles_update = False
+
     def __init__(self, group: str, resource: str, alias: str = "") -> None:
         self.group = group
         self.resource = resource
@@ -145,15 +148,26 @@ def object_count_name(group: str, resource: str) -> str:
     return f"count/{resource}.{group}" if group else f"count/{resource}"
 
 
+def subtract_non_negative(a: Mapping[str, Quantity], b: Mapping[str, Quantity]) -> ResourceList:
+    """`quota.SubtractWithNonNegativeResult`: a - b per resource of a, never below zero."""
+    out: ResourceList = {}
+    for name, q in a.items():
+        diff = q - b[name] if name in b else q
+        out[name] = diff if diff.sign > 0 else quantity.ZERO
+    return out
+
+
 def check_request(
     quotas: Sequence[QuotaState],
     evaluator: Evaluator,
     obj: Mapping[str, Any],
     now: float,
     used: Sequence[ResourceList] | None = None,
+    old: Mapping[str, Any] | None = None,
 ) -> list[ResourceList]:
-    """Each quota's used after admitting the creation of `obj` (`CheckRequest`), from `used`
-    (default: the quotas' own); raises QuotaRefusal with upstream's message when a quota
+    """Each quota's used after admitting the creation of `obj`, or its update from `old`
+    (`CheckRequest`: an update is charged what it adds, to quotas that covered `old` too), from
+    `used` (default: the quotas' own); raises QuotaRefusal with upstream's message when a quota
     refuses it."""
     out = [q.used for q in quotas] if used is None else list(used)
     interesting: list[int] = []
@@ -176,9 +190,15 @@ def check_request(
     if negative:
         raise QuotaRefusal(f"quota usage is negative for resource(s): {pretty_names(negative)}")
     delta = remove_zeros(usage)
+    deltas = dict.fromkeys(interesting, delta)
+    if old is not None:
+        grown = remove_zeros(subtract_non_negative(usage, evaluator.usage(old, now)))
+        for i in interesting:
+            if evaluator.matches(quotas[i], old):
+                deltas[i] = grown
     for i in interesting:
         q = quotas[i]
-        requested = mask(delta, q.hard)
+        requested = mask(deltas[i], q.hard)
         if not requested:
             continue
         new_used = add(out[i], requested)

@@ -234,6 +234,8 @@ class PodEvaluator(Evaluator):
 
 
 class ServiceEvaluator(Evaluator):
+    handles_update = True  # a type change adds load balancers or node ports
+
     def __init__(self) -> None:
         super().__init__("", "services", "services")
         self.names = frozenset(
@@ -260,6 +262,8 @@ class ServiceEvaluator(Evaluator):
 
 
 class ClaimEvaluator(Evaluator):
+    handles_update = True  # a claim may grow
+
     def __init__(self) -> None:
         super().__init__("", "persistentvolumeclaims", "persistentvolumeclaims")
 

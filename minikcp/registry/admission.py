@@ -2,13 +2,14 @@
 
 Like kube-apiserver's admission plugins, they run inside the registry's write path (so HTTP
 requests and in-process controllers get the same answers): `admit_create` (mutating) after
-defaulting and before validation, `validate_create` (validating) after validation, right before
-the object is stored, `admit_delete` before a deletion starts. Each may raise a StatusError.
+defaulting and before validation, `validate_create` and `validate_update` (validating) after
+validation, right before the object is stored, `admit_delete` before a deletion starts. Each
+may raise a StatusError.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from minikcp.apis import catalog
@@ -30,8 +31,13 @@ class Admission:
     async def admit_delete(self, ctx: RequestContext, current: StoredObject) -> None:
         """May refuse to delete `current`."""
 
-    def create_failed(self, ctx: RequestContext, obj: dict[str, Any]) -> None:
-        """A create that `validate_create` let through was not stored after all."""
+    async def validate_update(
+        self, ctx: RequestContext, obj: dict[str, Any], old: Mapping[str, Any], dry_run: bool
+    ) -> None:
+        """May refuse an update of `old` (as stored) to `obj`; right before it is stored."""
+
+    def write_failed(self, ctx: RequestContext, obj: dict[str, Any], *, update: bool) -> None:
+        """A create or update that `validate_*` let through was not stored after all."""
 
 
 # Plugins that apply to many kinds give the hook for one resource type (None: not this one).
@@ -58,9 +64,15 @@ class Chain(Admission):
         for hook in self.hooks:
             await hook.admit_delete(ctx, current)
 
-    def create_failed(self, ctx: RequestContext, obj: dict[str, Any]) -> None:
+    async def validate_update(
+        self, ctx: RequestContext, obj: dict[str, Any], old: Mapping[str, Any], dry_run: bool
+    ) -> None:
         for hook in self.hooks:
-            hook.create_failed(ctx, obj)
+            await hook.validate_update(ctx, obj, old, dry_run)
+
+    def write_failed(self, ctx: RequestContext, obj: dict[str, Any], *, update: bool) -> None:
+        for hook in self.hooks:
+            hook.write_failed(ctx, obj, update=update)
 
 
 def chain(hooks: Sequence[Admission]) -> Admission | None:

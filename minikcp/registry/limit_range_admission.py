@@ -59,6 +59,13 @@ class _LimitHook(Admission):
         for entry in await self._limits.get(ctx.cluster, obj["metadata"].get("namespace", "")):
             limit_ranges.apply_defaults(obj, entry.obj)
 
+    async def validate_update(
+        self, ctx: RequestContext, obj: dict[str, Any], old: Mapping[str, Any], dry_run: bool
+    ) -> None:
+        # Pods' containers cannot change; claims are checked again (`SupportsAttributes`).
+        if not self._defaults and not old.get("metadata", {}).get("deletionTimestamp"):
+            await self.validate_create(ctx, obj, dry_run)
+
     async def validate_create(
         self, ctx: RequestContext, obj: dict[str, Any], dry_run: bool
     ) -> None:

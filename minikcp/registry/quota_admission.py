@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -50,6 +50,7 @@ class _Waiter:
     obj: dict[str, Any]
     dry_run: bool
     done: asyncio.Future[None]
+    old: Mapping[str, Any] | None = None  # an update's object as stored
 
     def finish(self, error: BaseException | None = None) -> None:
         if self.done.done():
@@ -96,6 +97,7 @@ class QuotaAdmission:
         evaluator: quota_math.Evaluator,
         obj: dict[str, Any],
         dry_run: bool,
+        old: Mapping[str, Any] | None = None,
     ) -> None:
         namespace = obj["metadata"].get("namespace", "")
         entries = await self.quotas.get(ctx.cluster, namespace)
@@ -103,7 +105,8 @@ class QuotaAdmission:
             return
         if not self._running:
             raise errors.internal("resource quota evaluation is not running")
-        waiter = _Waiter(rt, evaluator, obj, dry_run, asyncio.get_running_loop().create_future())
+        done = asyncio.get_running_loop().create_future()
+        waiter = _Waiter(rt, evaluator, obj, dry_run, done, old)
         key = (ctx.cluster, namespace)
         self._work.setdefault(key, []).append(waiter)
         if key not in self._busy:
@@ -149,7 +152,7 @@ class QuotaAdmission:
             now = time.time()
             for w in pending:
                 try:
-                    new = quota_math.check_request(states, w.evaluator, w.obj, now, used)
+                    new = quota_math.check_request(states, w.evaluator, w.obj, now, used, w.old)
                 except quota_math.QuotaRefusal as refusal:
                     w.finish(_forbidden(w, str(refusal)))
                     continue
@@ -230,7 +233,13 @@ class _QuotaHook(Admission):
     ) -> None:
         await self._owner.evaluate(ctx, self._rt, self._evaluator, obj, dry_run)
 
-    def create_failed(self, ctx: RequestContext, obj: dict[str, Any]) -> None:
+    async def validate_update(
+        self, ctx: RequestContext, obj: dict[str, Any], old: Mapping[str, Any], dry_run: bool
+    ) -> None:
+        if self._evaluator.handles_update:
+            await self._owner.evaluate(ctx, self._rt, self._evaluator, obj, dry_run, old)
+
+    def write_failed(self, ctx: RequestContext, obj: dict[str, Any], *, update: bool) -> None:
         notify = self._owner.on_overcharge
-        if notify is not None:
+        if notify is not None and (self._evaluator.handles_update or not update):
             notify((ctx.cluster, obj["metadata"].get("namespace", "")))

@@ -342,7 +342,7 @@ class ResourceStore:
             return await self._store_new(ctx, namespace, obj, generate=bool(generate))
         except BaseException:
             if self.admission is not None:
-                self.admission.create_failed(ctx, obj)
+                self.admission.write_failed(ctx, obj, update=False)
             raise
 
     async def _store_new(
@@ -442,6 +442,9 @@ class ResourceStore:
                 self._managed_fields(new, old, opts, subresource)
             if _unchanged(new, old):
                 return current
+            hook = None if subresource else self.admission
+            if hook is not None:
+                await hook.validate_update(ctx, new, old, opts.dry_run)
             if opts.dry_run:
                 return StoredObject.from_dict(new, cluster=ctx.cluster, revision=current.revision)
             key = self.key(ctx.cluster, namespace, name)
@@ -455,15 +458,17 @@ class ResourceStore:
                 item = await self.storage.update(
                     key, codec.encode_for_storage(new), expected_mod_rev=current.revision
                 )
-            except storage_errors.Conflict:
-                if not retry:
-                    raise errors.conflict(
-                        self.rt.plural, name, errors.STALE_OBJECT, group=self.rt.group
-                    ) from None
-                continue
-            except storage_errors.NotFound:
-                raise errors.not_found(self.rt.plural, name, group=self.rt.group) from None
             except storage_errors.StorageError as exc:
+                if hook is not None:
+                    hook.write_failed(ctx, new, update=True)
+                if isinstance(exc, storage_errors.Conflict):
+                    if not retry:
+                        raise errors.conflict(
+                            self.rt.plural, name, errors.STALE_OBJECT, group=self.rt.group
+                        ) from None
+                    continue
+                if isinstance(exc, storage_errors.NotFound):
+                    raise errors.not_found(self.rt.plural, name, group=self.rt.group) from None
                 raise interpreted.interpret(exc, self.rt, name) from None
             return StoredObject(item.value, cluster=ctx.cluster, revision=item.mod_rev)
         raise errors.conflict(self.rt.plural, name, errors.STALE_OBJECT, group=self.rt.group)

@@ -266,3 +266,19 @@ def test_bad_quota_is_422_and_quota_counts_itself(kubectl: Kubectl) -> None:
         'resourcequotas "second" is forbidden: exceeded quota: self, requested: '
         "resourcequotas=1, used: resourcequotas=1, limited: resourcequotas=1" in refused
     )
+
+
+def test_service_updates_are_charged(kubectl: Kubectl) -> None:
+    kubectl("create", "quota", "lb", "--hard=services=5,services.loadbalancers=0")
+    _synced(kubectl, "lb")
+    kubectl("create", "service", "clusterip", "web", "--tcp=80:80")
+    refused = kubectl.fails(
+        "patch", "service", "web", "-p", '{"spec":{"type":"LoadBalancer"}}'
+    ).stderr
+    assert (
+        'services "web" is forbidden: exceeded quota: lb, requested: services.loadbalancers=1, '
+        "used: services.loadbalancers=0, limited: services.loadbalancers=0" in refused
+    )
+    assert kubectl.get("service", "web")["spec"]["type"] == "ClusterIP"
+    kubectl("label", "service", "web", "tier=front")  # other updates are not charged
+    assert _used(kubectl, "lb") == {"services": "1", "services.loadbalancers": "0"}

@@ -259,3 +259,44 @@ def test_quota_state_reads_status_and_scopes() -> None:
     high = _pod(_c(), priorityClassName="high", activeDeadlineSeconds=5)
     assert all(pods.matches_scope(s, high) for s in state.scopes)
     assert not pods.matches_scope(state.scopes[1], _pod(_c(), priorityClassName="low"))
+
+
+@pytest.mark.parametrize(
+    ("old_spec", "new_spec", "outcome"),
+    [
+        # Becoming a LoadBalancer adds one load balancer and the node ports of its ports.
+        (
+            {"ports": [{"port": 80}]},
+            {"type": "LoadBalancer", "ports": [{"port": 80}]},
+            "exceeded quota: q, requested: services.loadbalancers=1, "
+            "used: services.loadbalancers=1, limited: services.loadbalancers=1",
+        ),
+        # Fewer node ports charge nothing (never a negative delta).
+        (
+            {"type": "NodePort", "ports": [{"port": 80}, {"port": 81}]},
+            {"type": "NodePort", "ports": [{"port": 80}]},
+            [{"services": "1", "services.loadbalancers": "1", "services.nodeports": "2"}],
+        ),
+        (
+            {"ports": [{"port": 80}]},
+            {"type": "NodePort", "ports": [{"port": 80}]},
+            [{"services": "1", "services.loadbalancers": "1", "services.nodeports": "3"}],
+        ),
+    ],
+)
+def test_check_update(old_spec: dict[str, Any], new_spec: dict[str, Any], outcome: Any) -> None:
+    q = _quota(
+        "q",
+        {"services": "5", "services.loadbalancers": "1", "services.nodeports": "4"},
+        {"services": "1", "services.loadbalancers": "1", "services.nodeports": "2"},
+    )
+    services = quota_usage.evaluator_for("", "services")
+    assert services.handles_update
+    assert not quota_usage.evaluator_for("", "configmaps").handles_update
+    new, old = {"spec": new_spec}, {"spec": old_spec}
+    if isinstance(outcome, str):
+        with pytest.raises(quota.QuotaRefusal) as refused:
+            quota.check_request([q], services, new, 0, old=old)
+        assert str(refused.value) == outcome
+    else:
+        assert [_strings(u) for u in quota.check_request([q], services, new, 0, old=old)] == outcome
