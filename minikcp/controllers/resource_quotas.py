@@ -193,6 +193,9 @@ class ResourceQuotaController:
         entries = await self._index.read(cluster, namespace)
         if not entries:
             return
+        # Creates charged to these quotas before this read are stored before we count (in this
+        # process; a create charged later changes a quota and the write below fails with 409).
+        await self._registry.quota.settled(cluster, namespace)
         resources: set[Resource] = set()
         for entry in entries:
             resources |= measured_resources(entry.obj)

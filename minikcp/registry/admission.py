@@ -36,8 +36,11 @@ class Admission:
     ) -> None:
         """May refuse an update of `old` (as stored) to `obj`; right before it is stored."""
 
-    def write_failed(self, ctx: RequestContext, obj: dict[str, Any], *, update: bool) -> None:
-        """A create or update that `validate_*` let through was not stored after all."""
+    def write_ended(
+        self, ctx: RequestContext, obj: dict[str, Any], *, update: bool, stored: bool
+    ) -> None:
+        """The store's write of what `validate_*` let through is over: stored, or not after
+        all."""
 
 
 # Plugins that apply to many kinds give the hook for one resource type (None: not this one).
@@ -70,9 +73,11 @@ class Chain(Admission):
         for hook in self.hooks:
             await hook.validate_update(ctx, obj, old, dry_run)
 
-    def write_failed(self, ctx: RequestContext, obj: dict[str, Any], *, update: bool) -> None:
+    def write_ended(
+        self, ctx: RequestContext, obj: dict[str, Any], *, update: bool, stored: bool
+    ) -> None:
         for hook in self.hooks:
-            hook.write_failed(ctx, obj, update=update)
+            hook.write_ended(ctx, obj, update=update, stored=stored)
 
 
 def chain(hooks: Sequence[Admission]) -> Admission | None:

@@ -12,6 +12,8 @@ charged before the object is stored; the quota controller corrects it when a cre
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import itertools
 import logging
 import time
 from collections.abc import Callable, Mapping
@@ -51,6 +53,7 @@ class _Waiter:
     dry_run: bool
     done: asyncio.Future[None]
     old: Mapping[str, Any] | None = None  # an update's object as stored
+    ticket: int = 0  # charged: the create's place among those not yet stored (see `settled`)
 
     def finish(self, error: BaseException | None = None) -> None:
         if self.done.done():
@@ -74,6 +77,12 @@ class QuotaAdmission:
         # Told of namespaces whose quotas charged a create that was then not stored (the quota
         # controller recounts them); upstream leaves that to the controller's periodic resync.
         self.on_overcharge: Callable[[tuple[str, str]], None] | None = None
+        # Writes charged and not yet stored or failed, per namespace, by ticket (in order).
+        self._tickets = itertools.count(1)
+        self._last_ticket = 0
+        self._unsettled: dict[tuple[str, str], dict[int, None]] = {}
+        self._settling: dict[tuple[str, str], asyncio.Event] = {}
+        self._charged: dict[int, tuple[tuple[str, str], int]] = {}  # id(obj) -> (key, ticket)
 
     def hook_for(self, rt: catalog.ResourceType) -> Admission | None:
         if not rt.namespaced or (rt.group, rt.plural) in quota_usage.IGNORED:
@@ -116,8 +125,49 @@ class QuotaAdmission:
         timer = asyncio.get_running_loop().call_later(_TIMEOUT_SECONDS, _time_out, waiter)
         try:
             await waiter.done
+        except BaseException:
+            if waiter.ticket:
+                self._settle(key, waiter.ticket)
+            raise
         finally:
             timer.cancel()
+        if waiter.ticket:
+            self._charged[id(obj)] = (key, waiter.ticket)
+
+    def ended(self, obj: dict[str, Any], *, stored: bool, recount: bool) -> None:
+        """The store's write of `obj` is over; an unstored charge asks for a recount."""
+        found = self._charged.pop(id(obj), None)
+        if found is None:
+            return
+        self._settle(*found)
+        if not stored and recount and self.on_overcharge is not None:
+            self.on_overcharge(found[0])
+
+    def _charge(self, key: tuple[str, str]) -> int:
+        ticket = self._last_ticket = next(self._tickets)
+        self._unsettled.setdefault(key, {})[ticket] = None
+        return ticket
+
+    def _settle(self, key: tuple[str, str], ticket: int) -> None:
+        tickets = self._unsettled.get(key)
+        if tickets is None:
+            return
+        tickets.pop(ticket, None)
+        if not tickets:
+            del self._unsettled[key]
+        event = self._settling.pop(key, None)
+        if event is not None:
+            event.set()
+
+    async def settled(self, cluster: str, namespace: str, timeout: float = 2.0) -> None:
+        """Waits (at most `timeout`) until every write charged in this process so far is stored
+        or failed: a recount that read a quota after that sees the objects it was charged for."""
+        key = (cluster, namespace)
+        mark = self._last_ticket
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout):
+                while (tickets := self._unsettled.get(key)) and next(iter(tickets)) <= mark:
+                    await self._settling.setdefault(key, asyncio.Event()).wait()
 
     async def _worker(self) -> None:
         while True:
@@ -160,6 +210,8 @@ class QuotaAdmission:
                     w.finish()
                     continue
                 used = new
+                if not w.ticket:
+                    w.ticket = self._charge(key)
             pending = [w for w in pending if not w.done.done()]
             if not pending:
                 return
@@ -239,7 +291,7 @@ class _QuotaHook(Admission):
         if self._evaluator.handles_update:
             await self._owner.evaluate(ctx, self._rt, self._evaluator, obj, dry_run, old)
 
-    def write_failed(self, ctx: RequestContext, obj: dict[str, Any], *, update: bool) -> None:
-        notify = self._owner.on_overcharge
-        if notify is not None and (self._evaluator.handles_update or not update):
-            notify((ctx.cluster, obj["metadata"].get("namespace", "")))
+    def write_ended(
+        self, ctx: RequestContext, obj: dict[str, Any], *, update: bool, stored: bool
+    ) -> None:
+        self._owner.ended(obj, stored=stored, recount=self._evaluator.handles_update or not update)
