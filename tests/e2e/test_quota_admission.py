@@ -282,3 +282,30 @@ def test_service_updates_are_charged(kubectl: Kubectl) -> None:
     assert kubectl.get("service", "web")["spec"]["type"] == "ClusterIP"
     kubectl("label", "service", "web", "tier=front")  # other updates are not charged
     assert _used(kubectl, "lb") == {"services": "1", "services.loadbalancers": "0"}
+
+
+def _claim(name: str, storage: str) -> str:
+    return json.dumps(
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolumeClaim",
+            "metadata": {"name": name},
+            "spec": {
+                "accessModes": ["ReadWriteOnce"],
+                "resources": {"requests": {"storage": storage}},
+            },
+        }
+    )
+
+
+def test_claim_storage_quota(kubectl: Kubectl) -> None:
+    kubectl("create", "quota", "disk", "--hard=requests.storage=3Gi,persistentvolumeclaims=5")
+    _synced(kubectl, "disk")
+    kubectl("create", "-f", "-", input=_claim("one", "2Gi"))
+    refused = kubectl.fails("create", "-f", "-", input=_claim("two", "2Gi")).stderr
+    assert (
+        'persistentvolumeclaims "two" is forbidden: exceeded quota: disk, requested: '
+        "requests.storage=2Gi, used: requests.storage=2Gi, limited: requests.storage=3Gi" in refused
+    )
+    kubectl("create", "-f", "-", input=_claim("small", "1Gi"))
+    assert _used(kubectl, "disk") == {"persistentvolumeclaims": "2", "requests.storage": "3Gi"}
