@@ -95,6 +95,7 @@ class ResourceQuotaController:
         # (cluster, namespace) -> quota name -> resources it counts.
         self._measured: dict[Key, dict[str, set[Resource]]] = {}
         reg.quota.on_overcharge = self._overcharged
+        self._wanted = asyncio.Event()  # some quota exists: follow content
 
     def _overcharged(self, key: Key) -> None:
         if key in self._measured:
@@ -131,6 +132,7 @@ class ResourceQuotaController:
 
     def _observe(self, key: Key, name: str, obj: Mapping[str, Any]) -> None:
         self._measured.setdefault(key, {})[name] = measured_resources(obj)
+        self._wanted.set()
         if not status_current(obj):
             self._queue.add(key)
 
@@ -145,11 +147,14 @@ class ResourceQuotaController:
         """Objects that stop counting (deleted, pods finished) queue their namespace."""
         hub = self._registry.hub
         while True:
+            # Only while some quota exists: a store without quotas pays nothing per write.
+            await self._wanted.wait()
             watcher = hub.watch("/registry/", after=hub.revision, queue_size=_CONTENT_QUEUE)
             try:
                 async for event in watcher:
                     if not self._measured:
-                        continue
+                        self._wanted.clear()
+                        break
                     where = _location(event.key)
                     if where is None:
                         continue
