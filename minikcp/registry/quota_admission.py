@@ -127,7 +127,10 @@ class QuotaAdmission:
             await waiter.done
         except BaseException:
             if waiter.ticket:
+                # Charged to some quota whose write went through, then refused: recount.
                 self._settle(key, waiter.ticket)
+                if self.on_overcharge is not None:
+                    self.on_overcharge(key)
             raise
         finally:
             timer.cancel()
@@ -194,7 +197,7 @@ class QuotaAdmission:
         """`checkQuotas`: the batch against the quotas, one write per changed quota."""
         cluster, namespace = key
         entries = list(await self.quotas.get(cluster, namespace))
-        pending = waiters
+        pending = [w for w in waiters if not w.done.done()]  # not timed out or cancelled
         last_error: errors.StatusError | None = None
         for _ in range(_RETRIES + 1):
             states = [e.derived for e in entries]
