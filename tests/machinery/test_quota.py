@@ -300,3 +300,45 @@ def test_check_update(old_spec: dict[str, Any], new_spec: dict[str, Any], outcom
         assert str(refused.value) == outcome
     else:
         assert [_strings(u) for u in quota.check_request([q], services, new, 0, old=old)] == outcome
+
+
+BEST_EFFORT = _pod(_c())
+BURSTABLE = _pod(_c(requests={"memory": "1Gi"}))
+DEADLINE = _pod(_c(), activeDeadlineSeconds=30)
+AFFINITY = _pod(
+    _c(),
+    affinity={
+        "podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {"topologyKey": "zone", "namespaces": ["other"]}
+            ]
+        }
+    },
+)
+
+
+@pytest.mark.parametrize(
+    ("scope", "matching"),
+    [
+        (quota.ScopeSelector("BestEffort"), {"best", "deadline", "affinity"}),
+        (quota.ScopeSelector("NotBestEffort"), {"burstable"}),
+        (quota.ScopeSelector("Terminating"), {"deadline"}),
+        (quota.ScopeSelector("NotTerminating"), {"best", "burstable", "affinity"}),
+        (quota.ScopeSelector("CrossNamespacePodAffinity"), {"affinity"}),
+        (
+            quota.ScopeSelector("PriorityClass", "DoesNotExist"),
+            {"best", "burstable", "deadline", "affinity"},
+        ),
+    ],
+)
+def test_pod_scopes(scope: quota.ScopeSelector, matching: set[str]) -> None:
+    pods = quota_usage.evaluator_for("", "pods")
+    named = {
+        "best": BEST_EFFORT,
+        "burstable": BURSTABLE,
+        "deadline": DEADLINE,
+        "affinity": AFFINITY,
+    }
+    assert {name for name, pod in named.items() if pods.matches_scope(scope, pod)} == matching
+    # Scoped quotas never cover other kinds.
+    assert not quota_usage.evaluator_for("", "configmaps").matches_scope(scope, {})
