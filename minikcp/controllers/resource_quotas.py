@@ -34,7 +34,9 @@ logger = logging.getLogger(__name__)
 FIELD_MANAGER = "resourcequota-controller"
 _WORKERS = 2
 _CONTENT_QUEUE = 100_000
+_COALESCE_SECONDS = 0.2
 Key = tuple[str, str]  # (logical cluster, namespace)
+_COUNTED: dict[str, Any] = {}
 Resource = tuple[str, str]  # (group, plural)
 _TERMINAL = (b'"phase":"Succeeded"', b'"phase":"Failed"')
 
@@ -165,7 +167,8 @@ class ResourceQuotaController:
                     if event.value is None or (
                         resource == ("", "pods") and _finished(event.value, event.prev_value)
                     ):
-                        self._queue.add(key)
+                        # A burst of deletions (a namespace emptied) is recounted once.
+                        self._queue.add_after(key, _COALESCE_SECONDS)
             except storage_errors.WatcherClosed:
                 # Cut off: recount every namespace with quotas, then follow again.
                 for key in self._measured:
@@ -211,7 +214,10 @@ class ResourceQuotaController:
             if rt is None or not rt.namespaced:
                 continue
             stored, _ = await self._registry.scan(rt, cluster, namespace)
-            objects[(group, plural)] = [orjson.loads(value) for _, value in stored]
+            if quota_usage.evaluator_for(group, plural).reads_objects:
+                objects[(group, plural)] = [orjson.loads(value) for _, value in stored]
+            else:
+                objects[(group, plural)] = [_COUNTED] * len(stored)  # counts need no decoding
         now = time.time()
         store = self._registry.store(self._rt)
         ctx = RequestContext(cluster=cluster)

@@ -116,6 +116,8 @@ class Evaluator:
 
     # Whether updates can change what an object uses (`Handles`: counts change on create only).
     handles_update = False
+    # Whether usage depends on the object's content (a count's does not).
+    reads_objects = False
 
     def __init__(self, group: str, resource: str, alias: str = "") -> None:
         self.group = group

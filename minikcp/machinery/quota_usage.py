@@ -179,6 +179,8 @@ def _priority_class_matches(selector: ScopeSelector, pod: Mapping[str, Any]) -> 
 
 
 class PodEvaluator(Evaluator):
+    reads_objects = True
+
     def __init__(self) -> None:
         super().__init__("", "pods")
         self.names = _POD_RESOURCES
@@ -234,6 +236,7 @@ class PodEvaluator(Evaluator):
 
 
 class ServiceEvaluator(Evaluator):
+    reads_objects = True
     handles_update = True  # a type change adds load balancers or node ports
 
     def __init__(self) -> None:
@@ -262,6 +265,7 @@ class ServiceEvaluator(Evaluator):
 
 
 class ClaimEvaluator(Evaluator):
+    reads_objects = True
     handles_update = True  # a claim may grow
 
     def __init__(self) -> None:
