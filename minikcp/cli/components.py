@@ -13,7 +13,7 @@ from typing import Any
 
 from minikcp.controllers import crds as crd_controller
 from minikcp.controllers import namespaces as namespace_controller
-from minikcp.controllers import rbac_aggregation
+from minikcp.controllers import rbac_aggregation, resource_quotas
 from minikcp.controllers import workspaces as workspace_controller
 from minikcp.registry import registry
 from minikcp.syncer import syncer as workload_syncer
@@ -57,6 +57,10 @@ def _aggregation(w: Wiring) -> Coroutine[Any, Any, None]:
     return rbac_aggregation.ClusterRoleAggregation(w.registry).run()
 
 
+def _quotas(w: Wiring) -> Coroutine[Any, Any, None]:
+    return resource_quotas.ResourceQuotaController(w.registry).run()
+
+
 def _syncer(w: Wiring) -> Coroutine[Any, Any, None]:
     return workload_syncer.Syncer(w.registry, w.sync, extra_resources=w.sync_resources).run()
 
@@ -68,6 +72,7 @@ CONTROLLERS: tuple[Controller, ...] = (
     Controller(
         "clusterrole-aggregation-controller", _aggregation, "aggregated ClusterRoles kept filled"
     ),
+    Controller("resourcequota-controller", _quotas, "ResourceQuota status.hard and status.used"),
     Controller("syncer", _syncer, "workloads pushed to attached SyncTargets, status back"),
 )
 

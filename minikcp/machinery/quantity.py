@@ -49,8 +49,11 @@ class Quantity:
 
     def __add__(self, other: Quantity) -> Quantity:
         # Quantity.Add keeps the receiver's format unless the receiver is zero.
-        fmt = other.format if self.value == 0 else self.format
-        return Quantity(self.value + other.value, fmt)
+        a, b = self.value, other.value
+        fmt = other.format if a.numerator == 0 else self.format
+        if a.denominator == 1 and b.denominator == 1:
+            return Quantity(Fraction(a.numerator + b.numerator), fmt)  # whole numbers, cheaply
+        return Quantity(a + b, fmt)
 
     def __sub__(self, other: Quantity) -> Quantity:
         fmt = other.format if self.value == 0 else self.format
@@ -59,17 +62,32 @@ class Quantity:
     def __neg__(self) -> Quantity:
         return Quantity(-self.value, self.format)
 
+    # Comparisons by cross-multiplication: Fraction's own go through the numbers ABCs, and
+    # quota admission compares on every create.
+    def _cmp_terms(self, other: Quantity) -> tuple[int, int]:
+        a, b = self.value, other.value
+        return a.numerator * b.denominator, b.numerator * a.denominator
+
     def __lt__(self, other: Quantity) -> bool:
-        return self.value < other.value
+        x, y = self._cmp_terms(other)
+        return x < y
 
     def __le__(self, other: Quantity) -> bool:
-        return self.value <= other.value
+        x, y = self._cmp_terms(other)
+        return x <= y
 
     def __gt__(self, other: Quantity) -> bool:
-        return self.value > other.value
+        x, y = self._cmp_terms(other)
+        return x > y
 
     def __ge__(self, other: Quantity) -> bool:
-        return self.value >= other.value
+        x, y = self._cmp_terms(other)
+        return x >= y
+
+    @property
+    def sign(self) -> int:
+        n = self.value.numerator
+        return (n > 0) - (n < 0)
 
     def times(self, factor: int) -> Quantity:
         return Quantity(self.value * factor, self.format)
@@ -84,6 +102,7 @@ class Quantity:
 
 
 ZERO = Quantity(Fraction(0), DECIMAL_SI)
+ONE = Quantity(Fraction(1), DECIMAL_SI)
 
 
 def parse(text: object) -> Quantity:

@@ -16,7 +16,9 @@ from minikcp.registry import (
     admission,
     custom_catalogs,
     keys,
+    limit_range_admission,
     namespaces,
+    quota_admission,
     rbac_policy,
     reviews,
     status_owners,
@@ -101,6 +103,20 @@ class Registry:
         )
         # RBAC of every logical cluster over the shared bootstrap policy: the one authorizer.
         self.policy = rbac_policy.PolicyStore(self._rbac_store)
+        # Admission plugins of every namespaced kind, in upstream's order: LimitRanger, then
+        # ResourceQuota (each with its per-namespace index of LimitRanges or quotas).
+        self._plugins: list[admission.PluginFactory] = []
+        limit_rt = self.catalog.by_resource("", "v1", "limitranges")
+        quota_rt = self.catalog.by_resource("", "v1", "resourcequotas")
+        assert limit_rt is not None and quota_rt is not None
+        self.limit_ranges = limit_range_admission.LimitRanger(
+            limit_range_admission.limit_range_index(limit_rt, storage)
+        )
+        self.quota = quota_admission.QuotaAdmission(
+            quota_admission.quota_index(quota_rt, storage), storage
+        )
+        self.admit_all(self.limit_ranges.hook_for)
+        self.admit_all(self.quota.hook_for)
 
     @classmethod
     async def open(
@@ -129,6 +145,9 @@ class Registry:
             tasks.create_task(self.namespaces.run(self.hub), name="namespace-cache")
             tasks.create_task(self.policy.run(self.hub), name="rbac-cache")
             tasks.create_task(self.crds.run(self.storage, self.hub), name="crd-catalogs")
+            tasks.create_task(self.limit_ranges.limits.run(self.hub), name="limit-range-cache")
+            tasks.create_task(self.quota.quotas.run(self.hub), name="quota-cache")
+            tasks.create_task(self.quota.run(), name="quota-admission")
 
     def catalog_for(self, cluster: str) -> catalog.Catalog:
         """The kinds served in a logical cluster: the built-ins plus its established CRDs'
@@ -138,10 +157,11 @@ class Registry:
     # -- whole-resource access for controllers and tenancy ---------------------------------------
 
     async def scan(
-        self, rt: catalog.ResourceType, cluster: str | None
+        self, rt: catalog.ResourceType, cluster: str | None, namespace: str = ""
     ) -> tuple[list[tuple[keys.ObjectKey, bytes]], int]:
-        """The stored objects of rt (in one cluster, or all with None) and the read revision."""
-        prefix = keys.list_prefix(rt, cluster)
+        """The stored objects of rt (in one cluster, or all with None; in one namespace, or all
+        with "") and the read revision."""
+        prefix = keys.list_prefix(rt, cluster, namespace)
         out: list[tuple[keys.ObjectKey, bytes]] = []
         start_after: str | None = None
         at_revision: int | None = None
@@ -212,9 +232,21 @@ class Registry:
     def admit(self, group: str, kind: str, hook: admission.Admission) -> None:
         """Adds `hook` to the writes of a kind (one hook per kind), in every logical cluster."""
         self._admission[(group, kind)] = hook
-        for rt, existing in self._stores.items():
-            if (rt.group, rt.kind) == (group, kind):
-                existing.admission = hook
+        self._readmit()
+
+    def admit_all(self, plugin: admission.PluginFactory) -> None:
+        """Adds a plugin that gives a hook to any kind it wants, after those added before."""
+        self._plugins.append(plugin)
+        self._readmit()
+
+    def _readmit(self) -> None:
+        for rt, existing in [*self._stores.items(), *self._custom_stores.items()]:
+            existing.admission = self._admission_for(rt)
+
+    def _admission_for(self, rt: catalog.ResourceType) -> admission.Admission | None:
+        hooks = [h for plugin in self._plugins if (h := plugin(rt)) is not None]
+        own = self._admission.get((rt.group, rt.kind))
+        return admission.chain([own, *hooks] if own is not None else hooks)
 
     def _new_store(self, rt: catalog.ResourceType) -> store.ResourceStore:
         found = store.ResourceStore(
@@ -223,7 +255,7 @@ class Registry:
             self.storage,
             namespace_check=self.namespaces.check_writable,
         )
-        found.admission = self._admission.get((rt.group, rt.kind))
+        found.admission = self._admission_for(rt)
         return found
 
     def _custom_store(self, rt: catalog.ResourceType) -> store.ResourceStore:

@@ -334,8 +334,24 @@ class ResourceStore:
             self.strategy.after_write(obj, None, ctx.cluster)
             self._managed_fields(obj, None, opts, "")
         await self.strategy.admit(ctx, obj, None)
+        if self.admission is not None:
+            await self.admission.validate_create(ctx, obj, opts.dry_run)
         if opts.dry_run:
             return StoredObject.from_dict(obj, cluster=ctx.cluster, revision=0)
+        try:
+            created = await self._store_new(ctx, namespace, obj, generate=bool(generate))
+        except BaseException:
+            if self.admission is not None:
+                self.admission.write_ended(ctx, obj, update=False, stored=False)
+            raise
+        if self.admission is not None:
+            self.admission.write_ended(ctx, obj, update=False, stored=True)
+        return created
+
+    async def _store_new(
+        self, ctx: RequestContext, namespace: str, obj: dict[str, Any], *, generate: bool
+    ) -> StoredObject:
+        meta = obj["metadata"]
         for attempt in range(8 if generate else 1):
             if attempt:
                 meta["name"] = names.generate_name(meta["generateName"])
@@ -429,6 +445,9 @@ class ResourceStore:
                 self._managed_fields(new, old, opts, subresource)
             if _unchanged(new, old):
                 return current
+            hook = None if subresource else self.admission
+            if hook is not None:
+                await hook.validate_update(ctx, new, old, opts.dry_run)
             if opts.dry_run:
                 return StoredObject.from_dict(new, cluster=ctx.cluster, revision=current.revision)
             key = self.key(ctx.cluster, namespace, name)
@@ -436,23 +455,31 @@ class ResourceStore:
                 if old["metadata"].get("deletionTimestamp") and self.strategy.finalized(new):
                     # The last finalizer is gone: the pending deletion completes now.
                     deleted = await self.storage.delete(key, expected_mod_rev=current.revision)
-                    return StoredObject(
+                    written = StoredObject(
                         codec.encode_for_storage(new), cluster=ctx.cluster, revision=deleted.mod_rev
                     )
-                item = await self.storage.update(
-                    key, codec.encode_for_storage(new), expected_mod_rev=current.revision
-                )
-            except storage_errors.Conflict:
-                if not retry:
-                    raise errors.conflict(
-                        self.rt.plural, name, errors.STALE_OBJECT, group=self.rt.group
-                    ) from None
-                continue
-            except storage_errors.NotFound:
-                raise errors.not_found(self.rt.plural, name, group=self.rt.group) from None
-            except storage_errors.StorageError as exc:
+                else:
+                    item = await self.storage.update(
+                        key, codec.encode_for_storage(new), expected_mod_rev=current.revision
+                    )
+                    written = StoredObject(item.value, cluster=ctx.cluster, revision=item.mod_rev)
+            except BaseException as exc:
+                if hook is not None:
+                    hook.write_ended(ctx, new, update=True, stored=False)
+                if not isinstance(exc, storage_errors.StorageError):
+                    raise
+                if isinstance(exc, storage_errors.Conflict):
+                    if not retry:
+                        raise errors.conflict(
+                            self.rt.plural, name, errors.STALE_OBJECT, group=self.rt.group
+                        ) from None
+                    continue
+                if isinstance(exc, storage_errors.NotFound):
+                    raise errors.not_found(self.rt.plural, name, group=self.rt.group) from None
                 raise interpreted.interpret(exc, self.rt, name) from None
-            return StoredObject(item.value, cluster=ctx.cluster, revision=item.mod_rev)
+            if hook is not None:
+                hook.write_ended(ctx, new, update=True, stored=True)
+            return written
         raise errors.conflict(self.rt.plural, name, errors.STALE_OBJECT, group=self.rt.group)
 
     def _prepare_update(
