@@ -19,6 +19,7 @@ from aiohttp import web
 from minikcp.auth import authn, pki, service_accounts, tls, token_file
 from minikcp.cli import kubeconfigs
 from minikcp.controllers import crds as crd_controller
+from minikcp.controllers import garbage_collector as gc_controller
 from minikcp.controllers import namespaces as namespace_controller
 from minikcp.controllers import rbac_aggregation
 from minikcp.controllers import workspaces as workspace_controller
@@ -173,6 +174,9 @@ async def serve(options: ServeOptions) -> None:
             namespace_task = tasks.create_task(
                 namespace_controller.NamespaceController(reg).run(), name="namespaces"
             )
+            gc_task = tasks.create_task(
+                gc_controller.GarbageCollector(reg).run(), name="garbage-collector"
+            )
             background = [
                 registry_task,
                 resolver_task,
@@ -180,6 +184,7 @@ async def serve(options: ServeOptions) -> None:
                 syncer_task,
                 crd_task,
                 namespace_task,
+                gc_task,
             ]
             if options.simulate_workloads is not None:
                 simulator = workload_simulator.WorkloadSimulator(reg, options.simulate_workloads)

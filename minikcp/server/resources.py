@@ -383,20 +383,27 @@ async def _delete_options(request: web.Request, query: Mapping[str, str]) -> dic
             group="meta.k8s.io",
         )
     policy = options.get("propagationPolicy")
-    if policy not in (None, "Orphan", "Background", "Foreground"):
-        raise errors.invalid(
-            "DeleteOptions",
-            "",
-            [
-                errors.Cause(
-                    "FieldValueNotSupported",
-                    f'Unsupported value: "{policy}": supported values: "Foreground", '
-                    '"Background", "Orphan"',
-                    "propagationPolicy",
-                )
-            ],
-            group="meta.k8s.io",
+    causes: list[errors.Cause] = []
+    if options.get("orphanDependents") is not None and policy is not None:
+        causes.append(
+            errors.Cause(
+                "FieldValueInvalid",
+                f'Invalid value: "{policy}": orphanDependents and deletionPropagation cannot be '
+                "both set",
+                "propagationPolicy",
+            )
         )
+    if policy not in (None, "Orphan", "Background", "Foreground"):
+        causes.append(
+            errors.Cause(
+                "FieldValueNotSupported",
+                f'Unsupported value: "{policy}": supported values: "Foreground", '
+                '"Background", "Orphan"',
+                "propagationPolicy",
+            )
+        )
+    if causes:
+        raise errors.invalid("DeleteOptions", "", causes, group="meta.k8s.io")
     return options
 
 

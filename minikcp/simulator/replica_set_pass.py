@@ -126,9 +126,6 @@ async def sync_replica_set(
 ) -> Outcome:
     """Pods to the ReplicaSet's size, each pod's status to its plan, then the RS status."""
     outcome = Outcome(rs)
-    for stale in objects.stale_pods_of(ctx.cluster, rs):
-        await objects.delete_pod(ctx, stale.view())
-        outcome.writes += 1
     pods = []
     for pod in objects.pods_of(ctx.cluster, rs):
         if not pod.metadata.get("deletionTimestamp"):
