@@ -145,6 +145,7 @@ class GarbageCollector:
                 return
             finally:
                 watcher.close()
+            await asyncio.sleep(0.1)  # a hub that is stopping cuts every new watch off
 
     def _apply(self, event: storage_types.Event) -> None:
         key = event.key
@@ -188,7 +189,7 @@ class GarbageCollector:
                 self._unresolved.setdefault(item.cluster, set()).add(item)
                 delay = self._queue.add_rate_limited(item)
                 level = logging.INFO if self._queue.failures(item) == 1 else logging.DEBUG
-                logger.log(level, "garbage collector: %s; again in %.0fs", exc, delay)
+                logger.log(level, "garbage collector: %s; again in %.2fs", exc, delay)
             except InvalidOwner as exc:
                 logger.info("garbage collector: %s", exc)
                 self._settled(item)
@@ -255,9 +256,12 @@ class GarbageCollector:
         if waiting and graph.has_dependents(node.id):
             if any(dep.deleting_dependents for dep in graph.dependents_of(node.id)):
                 # A possible cycle: it must not block owners that wait for it.
-                await self._ops.unblock_owner_references(
+                unblocked = await self._ops.unblock_owner_references(
                     cluster, rt, node.namespace, node.name, uid
                 )
+                if unblocked is None:
+                    return
+                latest = unblocked
             await self._ops.delete(cluster, rt, latest, propagation.FOREGROUND_POLICY)
             return
         if propagation.ORPHAN in finalizers:

@@ -82,10 +82,13 @@ class ObjectState:
         meta = obj.get("metadata")
         if not isinstance(meta, Mapping) or not isinstance(meta.get("uid"), str):
             return None
-        refs = meta.get("ownerReferences")
-        owners = tuple(
-            OwnerRef.parse(r) for r in refs or () if isinstance(r, Mapping) and r.get("uid")
-        )
+        by_uid: dict[str, OwnerRef] = {}
+        for raw in meta.get("ownerReferences") or ():
+            if isinstance(raw, Mapping):
+                ref = OwnerRef.parse(raw)
+                if ref.uid:
+                    by_uid.setdefault(ref.uid, ref)  # one per uid: the first
+        owners = tuple(by_uid.values())
         finalizers = meta.get("finalizers") or ()
         return cls(
             key=key,

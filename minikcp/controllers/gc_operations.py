@@ -134,15 +134,16 @@ class Operations:
 
     async def unblock_owner_references(
         self, cluster: str, rt: catalog.ResourceType, namespace: str, name: str, uid: str
-    ) -> None:
-        """blockOwnerDeletion false on every reference (a cycle of foreground deletions)."""
+    ) -> StoredObject | None:
+        """blockOwnerDeletion false on every reference (a cycle of foreground deletions); the
+        object as it is then, None if it is gone."""
 
         def change(meta: dict[str, Any]) -> None:
             for ref in meta.get("ownerReferences") or ():
                 if isinstance(ref, dict) and ref.get("blockOwnerDeletion") is True:
                     ref["blockOwnerDeletion"] = False
 
-        await self._update_metadata(cluster, rt, namespace, name, uid, change)
+        return await self._update_metadata(cluster, rt, namespace, name, uid, change)
 
     async def remove_finalizer(
         self,
@@ -176,8 +177,9 @@ class Operations:
         name: str,
         uid: str,
         change: Callable[[dict[str, Any]], None],
-    ) -> None:
-        """Apply `change` to the metadata of the object with this uid; nothing if it is gone."""
+    ) -> StoredObject | None:
+        """Apply `change` to the metadata of the object with this uid; the object as it is then,
+        None if it is gone."""
 
         def mutate(obj: dict[str, Any] | None) -> dict[str, Any]:
             if obj is None or obj.get("metadata", {}).get("uid") != uid:
@@ -186,9 +188,10 @@ class Operations:
             return obj
 
         try:
-            await self._registry.store(rt).guaranteed_update(
+            return await self._registry.store(rt).guaranteed_update(
                 RequestContext(cluster), namespace, name, mutate, _WRITE, decoded=True
             )
         except errors.StatusError as exc:
             if exc.code != 404:
                 raise
+            return None

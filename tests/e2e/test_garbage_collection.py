@@ -239,6 +239,17 @@ def test_custom_resources_owned_by_a_config_map(kubectl: Kubectl, cascade: str) 
     kubectl("wait", "--for=delete", f"{gadgets}/{held}", "configmap/settings", "--timeout=30s")
 
 
+def test_a_custom_resource_owns_config_maps(kubectl: Kubectl) -> None:
+    gadgets = gadget_crd(kubectl)
+    boss = create(kubectl, gadget("boss"))
+    names = [f"cm-{i}" for i in range(3)]
+    for name in names:
+        create(kubectl, config_map(name, ref_to(boss)))
+    out = kubectl("delete", gadgets, "boss", "--cascade=foreground", "--timeout=30s").stdout
+    assert '"boss" deleted' in out
+    assert gone(kubectl, "configmap", *names)  # before their owner, which waited for them
+
+
 # -- which owners count ------------------------------------------------------------------------
 
 
@@ -373,21 +384,44 @@ def test_a_job_deleted_without_options_orphans_its_pods(
     assert "ownerReferences" not in kubectl.get("pod", "once-pod")["metadata"]
 
 
-def test_orphan_dependents_and_a_propagation_policy_cannot_both_be_set(
-    gc_server: server_process.ServerProcess, kubectl: Kubectl
+@pytest.mark.parametrize(
+    ("options", "code", "message"),
+    [
+        (
+            {"orphanDependents": True, "propagationPolicy": "Foreground"},
+            422,
+            'DeleteOptions.meta.k8s.io "" is invalid: propagationPolicy: Invalid value: '
+            '"Foreground": orphanDependents and deletionPropagation cannot be both set',
+        ),
+        (
+            {"orphanDependents": "yes"},
+            400,
+            "json: cannot unmarshal string into Go struct field DeleteOptions.orphanDependents "
+            "of type bool",
+        ),
+        (
+            {"propagationPolicy": 1},
+            400,
+            "json: cannot unmarshal number into Go struct field DeleteOptions.propagationPolicy "
+            "of type v1.DeletionPropagation",
+        ),
+    ],
+)
+def test_bad_delete_options_change_nothing(
+    gc_server: server_process.ServerProcess,
+    kubectl: Kubectl,
+    options: dict[str, Any],
+    code: int,
+    message: str,
 ) -> None:
-    create(kubectl, config_map("both"))
-    path = f"/clusters/{kubectl.cluster}/api/v1/namespaces/default/configmaps/both"
-    body = json.dumps({"orphanDependents": True, "propagationPolicy": "Foreground"}).encode()
+    create(kubectl, config_map("kept"))
+    path = f"/clusters/{kubectl.cluster}/api/v1/namespaces/default/configmaps/kept"
     status, _, answer = gc_server.request(
-        "DELETE", path, body, headers={"Content-Type": "application/json"}
+        "DELETE", path, json.dumps(options).encode(), headers={"Content-Type": "application/json"}
     )
-    assert status == 422, answer
-    assert json.loads(answer)["message"] == (
-        'DeleteOptions.meta.k8s.io "" is invalid: propagationPolicy: Invalid value: '
-        '"Foreground": orphanDependents and deletionPropagation cannot be both set'
-    )
-    assert exists(kubectl, "configmap", "both")
+    assert status == code, answer
+    assert json.loads(answer)["message"] == message
+    assert "deletionTimestamp" not in kubectl.get("configmap", "kept")["metadata"]
 
 
 def test_two_logical_clusters_at_once_stay_apart(kubectl: Kubectl) -> None:
