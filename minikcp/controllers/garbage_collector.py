@@ -235,7 +235,9 @@ class GarbageCollector:
         meta = latest.metadata
         finalizers = meta.get("finalizers") or ()
         if meta.get("deletionTimestamp"):
-            if propagation.FOREGROUND in finalizers:
+            # Only once the graph has seen the deletion start: then it has seen every dependent
+            # created before it.
+            if propagation.FOREGROUND in finalizers and node.deleting_dependents:
                 await self._finish_foreground(node, rt)
             return
         refs = [

@@ -13,6 +13,7 @@ import json
 import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -441,3 +442,31 @@ def test_two_logical_clusters_at_once_stay_apart(kubectl: Kubectl) -> None:
     assert gone(clusters[0], "configmap", "owner", *deps)
     for name in deps:
         assert "ownerReferences" not in clusters[1].get("configmap", name)["metadata"]
+
+
+def test_a_foreground_deletion_finishes_after_a_restart(tmp_path: Path, cluster: str) -> None:
+    """At start-up the collector rebuilds what it knows from the store: an owner still waiting
+    for its dependents goes once the last one does."""
+    first = server_process.start_server(tmp_path)
+    root = first.root
+    try:
+        kubectl = Kubectl(first, cluster)
+        owner = create(kubectl, config_map("owner"))
+        create(kubectl, config_map("held", ref_to(owner), finalizers=(HOLD,)))
+        kubectl("delete", "configmap", "owner", "--cascade=foreground", "--wait=false")
+        eventually(
+            lambda: kubectl.get("configmap", "held")["metadata"].get("deletionTimestamp"),
+            what="the dependent to be deleted",
+        )
+    finally:
+        assert first.stop() == 0
+    assert "Traceback" not in first.log()
+    second = server_process.start_server(tmp_path, root=root)
+    try:
+        kubectl = Kubectl(second, cluster)
+        assert kubectl.get("configmap", "owner")["metadata"]["finalizers"] == ["foregroundDeletion"]
+        release(kubectl, "configmap", "held")
+        kubectl("wait", "--for=delete", "configmap/owner", "--timeout=30s")
+    finally:
+        assert second.stop() == 0
+    assert "Traceback" not in second.log()
