@@ -20,6 +20,7 @@ upstream's attemptToDelete queue, `ORPHAN` its attemptToOrphan queue.
 from __future__ import annotations
 
 import collections
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -52,11 +53,12 @@ class OwnerRef:
 
     @classmethod
     def parse(cls, ref: Mapping[str, Any]) -> OwnerRef:
+        # Interned: the dependents of one owner share its strings.
         return cls(
-            str(ref.get("apiVersion") or ""),
-            str(ref.get("kind") or ""),
-            str(ref.get("name") or ""),
-            str(ref.get("uid") or ""),
+            sys.intern(str(ref.get("apiVersion") or "")),
+            sys.intern(str(ref.get("kind") or "")),
+            sys.intern(str(ref.get("name") or "")),
+            sys.intern(str(ref.get("uid") or "")),
             ref.get("blockOwnerDeletion") is True,
         )
 
@@ -92,8 +94,8 @@ class ObjectState:
         finalizers = meta.get("finalizers") or ()
         return cls(
             key=key,
-            cluster=cluster,
-            namespace=str(meta.get("namespace") or ""),
+            cluster=sys.intern(cluster),
+            namespace=sys.intern(str(meta.get("namespace") or "")),
             name=str(meta.get("name") or ""),
             uid=meta["uid"],
             api_version=str(obj.get("apiVersion") or ""),
@@ -127,7 +129,6 @@ class Node:
     uid: str
     key: str
     namespace: str
-    name: str
     owners: tuple[OwnerRef, ...]
     being_deleted: bool
     deleting_dependents: bool
@@ -136,6 +137,10 @@ class Node:
     @property
     def id(self) -> NodeId:
         return (self.cluster, self.uid)
+
+    @property
+    def name(self) -> str:
+        return self.key[self.key.rfind("/") + 1 :]  # not kept twice: memory is per dependent
 
 
 class RefPair(NamedTuple):
@@ -276,7 +281,6 @@ class Graph:
                 state.uid,
                 state.key,
                 state.namespace,
-                state.name,
                 (),
                 state.being_deleted,
                 deleting_dependents=False,
