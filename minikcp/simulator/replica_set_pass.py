@@ -2,8 +2,8 @@
 
 A ReplicaSet gets pods of its template to its size (extra ones go: not ready first, then the
 newest), each pod's status moves along its plan (`pod_lifecycle`), and the ReplicaSet's status
-counts them. Pods of an earlier ReplicaSet of the same name are removed, as the garbage
-collector would.
+counts them. Pods of an earlier ReplicaSet of the same name do not count; the garbage
+collector removes them.
 """
 
 from __future__ import annotations
