@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from minikcp.controllers import gc_graph
 from minikcp.controllers.gc_graph import DELETE, ORPHAN, Graph, OwnerRef, Work
@@ -281,3 +283,86 @@ def test_object_state(
     assert got is not None
     assert (tuple(r.uid for r in got.owners), got.deleting_dependents) == expected
     assert got.coordinates[3:] == ("ns", "x", "u")
+
+
+# -- properties over random event sequences ------------------------------------------------------
+
+NAMES = ("n0", "n1", "n2", "n3")
+
+
+@st.composite
+def events(draw: st.DrawFn) -> list[tuple[str, gc_graph.ObjectState]]:
+    """PUTs and DELETEs of a few objects in two clusters, and lookups that found an owner; a PUT
+    after a DELETE is a new object (new uid); owners point at any name and uid, there or not."""
+    uids: dict[tuple[str, str], int] = {}
+    out: list[tuple[str, gc_graph.ObjectState]] = []
+    for _ in range(draw(st.integers(1, 40))):
+        cluster = draw(st.sampled_from(("a", "b")))
+        name = draw(st.sampled_from(NAMES))
+        generation = uids.setdefault((cluster, name), 0)
+        if draw(st.integers(0, 4)) == 0:
+            # A lookup found this owner (whether or not it still has dependents).
+            out.append(
+                ("PRESENT", state(name, f"{name}-{draw(st.integers(1, 3))}", cluster=cluster))
+            )
+            continue
+        if draw(st.booleans()) and generation:
+            out.append(("DELETE", state(name, f"{name}-{generation}", cluster=cluster)))
+            uids[(cluster, name)] = generation + 1
+            continue
+        generation = uids[(cluster, name)] = generation or 1
+        owners = draw(
+            st.lists(
+                st.tuples(st.sampled_from(NAMES), st.integers(1, 3), st.booleans()),
+                max_size=3,
+                unique_by=lambda o: (o[0], o[1]),
+            )
+        )
+        refs = [ref(n, f"{n}-{g}", block=b) for n, g, b in owners]
+        finalizers = draw(st.sampled_from(((), (propagation.FOREGROUND,), (propagation.ORPHAN,))))
+        out.append(
+            (
+                "PUT",
+                state(
+                    name,
+                    f"{name}-{generation}",
+                    *refs,
+                    cluster=cluster,
+                    deleting=bool(finalizers) and draw(st.booleans()),
+                    finalizers=finalizers,
+                ),
+            )
+        )
+    return out
+
+
+@given(events())
+@settings(max_examples=300, deadline=None)
+def test_the_graph_matches_the_objects_and_forgets_them(
+    sequence: list[tuple[str, gc_graph.ObjectState]],
+) -> None:
+    graph = Graph()
+    live: dict[str, gc_graph.ObjectState] = {}
+    for kind, obj in sequence:
+        if kind == "PRESENT":
+            where = ("v1", "ConfigMap", "ns", obj.name)
+            graph.remember_present(obj.cluster, obj.uid, where, epoch=graph.epoch)
+            continue
+        if kind == "PUT":
+            graph.observe(obj)
+            live[obj.key] = obj
+        else:
+            graph.observe_deleted(obj.key, live.pop(obj.key, obj))
+        tracked = {o.key for o in live.values() if o.tracked}
+        assert {key for key in live if graph.tracks(key)} == tracked
+        for o in live.values():
+            for owner in o.owners:
+                dependents = graph.dependents_of((o.cluster, owner.uid))
+                assert (o.uid in {d.uid for d in dependents}) is o.tracked
+                assert graph.may_own(o.cluster, owner.name)
+    for key, obj in list(live.items()):
+        graph.observe_deleted(key, obj)
+    # Nothing is left behind once every object is gone (the internals, read on purpose).
+    assert len(graph) == 0
+    assert not graph._by_key and not graph._dependents
+    assert not graph._ref_names and not graph._present
