@@ -80,3 +80,23 @@ def deletion_finalizers(
     if set(kept) == set(finalizers):
         return None
     return kept
+
+
+def namespace_deletion_finalizers(
+    finalizers: Sequence[str], options: Mapping[str, Any]
+) -> list[str] | None:
+    """The collector's finalizers a namespace's first delete leaves on it, or None when they stay
+    as they are. Upstream's namespace storage decides them its own way
+    (`shouldHaveOrphanFinalizer`, `shouldHaveDeleteDependentsFinalizer`): `orphanDependents:
+    false` asks for the foreground, and without options nothing changes."""
+    orphan = options.get("orphanDependents")
+    policy = options.get("propagationPolicy")
+    if isinstance(orphan, bool):
+        wanted = {ORPHAN: orphan, FOREGROUND: not orphan}
+    elif policy is not None:
+        wanted = {ORPHAN: policy == ORPHAN_POLICY, FOREGROUND: policy == FOREGROUND_POLICY}
+    else:
+        return None
+    kept = [f for f in finalizers if wanted.get(f, True)]
+    kept += [f for f, want in wanted.items() if want and f not in kept]
+    return None if kept == list(finalizers) else kept

@@ -251,6 +251,20 @@ def test_a_custom_resource_owns_config_maps(kubectl: Kubectl) -> None:
     assert gone(kubectl, "configmap", *names)  # before their owner, which waited for them
 
 
+@pytest.mark.parametrize("cascade", ["background", "foreground", "orphan"])
+def test_a_namespace_owns_what_names_it(kubectl: Kubectl, cascade: str) -> None:
+    kubectl("create", "namespace", "doomed")
+    namespace = kubectl.get("namespace", "doomed")
+    create(kubectl, config_map("tied", ref_to(namespace)))  # in another namespace: it may
+    kubectl("delete", "namespace", "doomed", f"--cascade={cascade}", "--timeout=30s")
+    if cascade == "orphan":
+        assert "ownerReferences" not in kubectl.get("configmap", "tied")["metadata"]
+    elif cascade == "foreground":
+        assert not exists(kubectl, "configmap", "tied")  # the namespace waited for it
+    else:
+        eventually(lambda: not exists(kubectl, "configmap", "tied"), what="the dependent to go")
+
+
 # -- which owners count ------------------------------------------------------------------------
 
 

@@ -74,3 +74,25 @@ def test_never_both(options: dict[str, Any], orphan: bool, foreground: bool) -> 
         assert not all(got)
         if options:
             assert got == (orphan, foreground)
+
+
+@pytest.mark.parametrize(
+    ("finalizers", "options", "expected"),
+    [
+        ([], {}, None),
+        ([ORPHAN], {}, None),
+        ([], {"propagationPolicy": "Background"}, None),
+        ([ORPHAN], {"propagationPolicy": "Background"}, []),
+        ([], {"propagationPolicy": "Orphan"}, [ORPHAN]),
+        ([], {"propagationPolicy": "Foreground"}, [FG]),
+        (["x.io/keep", FG], {"propagationPolicy": "Orphan"}, ["x.io/keep", ORPHAN]),
+        # Unlike other kinds, orphanDependents: false asks a namespace for the foreground.
+        ([], {"orphanDependents": False}, [FG]),
+        ([], {"orphanDependents": True}, [ORPHAN]),
+        ([FG], {"orphanDependents": True, "propagationPolicy": "Foreground"}, [ORPHAN]),
+    ],
+)
+def test_namespace_deletion_finalizers(
+    finalizers: list[str], options: dict[str, Any], expected: list[str] | None
+) -> None:
+    assert propagation.namespace_deletion_finalizers(finalizers, options) == expected
