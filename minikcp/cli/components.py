@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from minikcp.controllers import crds as crd_controller
+from minikcp.controllers import garbage_collector as gc_controller
 from minikcp.controllers import namespaces as namespace_controller
 from minikcp.controllers import rbac_aggregation, resource_quotas
 from minikcp.controllers import workspaces as workspace_controller
@@ -53,6 +54,10 @@ def _namespaces(w: Wiring) -> Coroutine[Any, Any, None]:
     return namespace_controller.NamespaceController(w.registry).run()
 
 
+def _garbage_collector(w: Wiring) -> Coroutine[Any, Any, None]:
+    return gc_controller.GarbageCollector(w.registry).run()
+
+
 def _aggregation(w: Wiring) -> Coroutine[Any, Any, None]:
     return rbac_aggregation.ClusterRoleAggregation(w.registry).run()
 
@@ -69,6 +74,11 @@ CONTROLLERS: tuple[Controller, ...] = (
     Controller("workspace-controller", _workspaces, "Workspaces and their logical clusters"),
     Controller("crd-controller", _crds, "CRD names and conditions, CRD deletion"),
     Controller("namespace-controller", _namespaces, "deleted namespaces emptied, then removed"),
+    Controller(
+        "garbage-collector-controller",
+        _garbage_collector,
+        "dependents of deleted owners deleted or orphaned",
+    ),
     Controller(
         "clusterrole-aggregation-controller", _aggregation, "aggregated ClusterRoles kept filled"
     ),

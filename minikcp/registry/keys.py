@@ -57,3 +57,28 @@ def parse_key(rt: catalog.ResourceType, key: str) -> ObjectKey:
 def cluster_of(rt: catalog.ResourceType, key: str) -> str:
     rest = key[len(resource_prefix(rt)) :]
     return rest.split("/", 1)[0]
+
+
+@dataclass(frozen=True, slots=True)
+class SplitKey:
+    """Any object's key taken apart without knowing its type (see `split`)."""
+
+    prefix: str  # the resource prefix, as `resource_prefix` gives it
+    cluster: str
+    namespace: str  # "" for cluster-scoped objects
+    name: str
+
+
+def split(key: str) -> SplitKey | None:
+    """The parts of an object key of any resource type; None for keys that name no object."""
+    parts = key.split("/")
+    # "", "registry", group, resource, [customresources,] cluster, [namespace,] name
+    if len(parts) < 6 or parts[1] != "registry":
+        return None
+    head = 5 if parts[4] == "customresources" else 4
+    rest = parts[head:]
+    if len(rest) == 2:
+        return SplitKey("/".join(parts[:head]) + "/", rest[0], "", rest[1])
+    if len(rest) == 3:
+        return SplitKey("/".join(parts[:head]) + "/", rest[0], rest[1], rest[2])
+    return None

@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from minikcp.apis import catalog
-from minikcp.machinery import errors, list_options
+from minikcp.machinery import errors, list_options, propagation
 from minikcp.registry import codec, keys
 from minikcp.registry import store as generic_store
 from minikcp.registry.objects import RequestContext, StoredObject, WriteOptions
@@ -234,6 +234,14 @@ class NamespaceStore(generic_store.ResourceStore):
                 if not meta.get("deletionTimestamp"):
                     meta["deletionTimestamp"] = generic_store.now_rfc3339()
                     meta["deletionGracePeriodSeconds"] = 0
+                    # The garbage collector's finalizers, as the namespace storage sets them.
+                    finalizers = propagation.namespace_deletion_finalizers(
+                        meta.get("finalizers") or [], options
+                    )
+                    if finalizers:
+                        meta["finalizers"] = finalizers
+                    elif finalizers is not None:
+                        meta.pop("finalizers", None)
                 obj.setdefault("status", {})["phase"] = "Terminating"
                 return obj
 

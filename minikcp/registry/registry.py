@@ -178,6 +178,22 @@ class Registry:
                 return out, page.revision
             start_after = page.items[-1].key
 
+    async def pages(self, prefix: str) -> AsyncIterator[list[tuple[str, bytes]]]:
+        """Every stored key and value under `prefix`, a page at a time, for a controller that
+        looks at everything once (at start-up). Each page is read as it is then: a consumer
+        that must be exact follows the watch from a revision taken before the first page."""
+        start_after: str | None = None
+        while True:
+            try:
+                page = await self.storage.range(prefix, limit=_SCAN_PAGE, start_after=start_after)
+            except storage_errors.StorageError as exc:
+                raise errors.service_unavailable(f"storage unavailable: {exc}") from None
+            if page.items:
+                yield [(item.key, item.value) for item in page.items]
+            if not page.more or not page.items:
+                return
+            start_after = page.items[-1].key
+
     async def changes(self, rt: catalog.ResourceType, *, after: int) -> AsyncIterator[Change]:
         """Every change of rt's objects in all clusters after revision `after`, for ever.
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from minikcp.apis import catalog, definitions, validation
-from minikcp.machinery import errors, list_options, names, server_side_apply
+from minikcp.machinery import errors, list_options, names, propagation, server_side_apply
 from minikcp.registry import codec, keys, label_prefilter
 from minikcp.registry import storage_errors as interpreted
 from minikcp.registry.admission import Admission
@@ -563,18 +563,31 @@ class ResourceStore:
             if marks is _PENDING_GRACEFUL:
                 return current, False
             period = marks.get("deletionGracePeriodSeconds") if marks else None
-            if meta.get("finalizers") or period:
-                if meta.get("deletionTimestamp") and not marks:
+            # The garbage collector's finalizers, as the options ask (None: unchanged).
+            gc_finalizers = propagation.deletion_finalizers(
+                self.strategy.garbage_collection_policy, meta.get("finalizers") or [], options
+            )
+            finalizers = meta.get("finalizers") if gc_finalizers is None else gc_finalizers
+            if finalizers or period:
+                if meta.get("deletionTimestamp") and not marks and gc_finalizers is None:
                     return current, False
                 pending = current.copy()
-                pending["metadata"].update(
+                pending_meta = pending["metadata"]
+                if gc_finalizers:
+                    pending_meta["finalizers"] = gc_finalizers
+                elif gc_finalizers is not None:
+                    del pending_meta["finalizers"]
+                generation = meta.get("generation")
+                if not meta.get("deletionTimestamp") and isinstance(generation, int) and generation:
+                    pending_meta["generation"] = generation + 1  # markAsDeleting, BeforeDelete
+                pending_meta.update(
                     marks or {"deletionTimestamp": now_rfc3339(), "deletionGracePeriodSeconds": 0}
                 )
-                pending["metadata"].pop("resourceVersion", None)
+                pending_meta.pop("resourceVersion", None)
                 if meta.get("deletionTimestamp") and not period:
                     # markAsDeleting keeps an earlier deletionTimestamp.
-                    pending["metadata"]["deletionTimestamp"] = min(
-                        meta["deletionTimestamp"], pending["metadata"]["deletionTimestamp"]
+                    pending_meta["deletionTimestamp"] = min(
+                        meta["deletionTimestamp"], pending_meta["deletionTimestamp"]
                     )
                 if opts.dry_run:
                     return StoredObject.from_dict(

@@ -32,6 +32,9 @@ class Strategy:
     # Upstream's RESTGracefulDeleteStrategy: a delete may set deletionTimestamp in the future
     # and leave the object for somebody else (the kubelet) to delete (see `graceful_period`).
     deletes_gracefully = False
+    # Upstream's DefaultGarbageCollectionPolicy (machinery/propagation.py): what a delete that
+    # names no propagation does with the object's dependents.
+    garbage_collection_policy = ""
 
     def __init__(
         self,

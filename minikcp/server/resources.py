@@ -366,6 +366,18 @@ async def _delete_options(request: web.Request, query: Mapping[str, str]) -> dic
             f"{_json_type_name(grace)} into Go struct field DeleteOptions.gracePeriodSeconds "
             "of type int64"
         )
+    orphan = options.get("orphanDependents")
+    if orphan is not None and not isinstance(orphan, bool):
+        raise errors.bad_request(
+            f"json: cannot unmarshal {_json_type_name(orphan)} into Go struct field "
+            "DeleteOptions.orphanDependents of type bool"
+        )
+    policy = options.get("propagationPolicy")
+    if policy is not None and not isinstance(policy, str):
+        raise errors.bad_request(
+            f"json: cannot unmarshal {_json_type_name(policy)} into Go struct field "
+            "DeleteOptions.propagationPolicy of type v1.DeletionPropagation"
+        )
     dry_run = options.get("dryRun")
     if dry_run is not None and (
         not isinstance(dry_run, list) or any(value != "All" for value in dry_run)
@@ -382,21 +394,27 @@ async def _delete_options(request: web.Request, query: Mapping[str, str]) -> dic
             ],
             group="meta.k8s.io",
         )
-    policy = options.get("propagationPolicy")
-    if policy not in (None, "Orphan", "Background", "Foreground"):
-        raise errors.invalid(
-            "DeleteOptions",
-            "",
-            [
-                errors.Cause(
-                    "FieldValueNotSupported",
-                    f'Unsupported value: "{policy}": supported values: "Foreground", '
-                    '"Background", "Orphan"',
-                    "propagationPolicy",
-                )
-            ],
-            group="meta.k8s.io",
+    causes: list[errors.Cause] = []
+    if options.get("orphanDependents") is not None and policy is not None:
+        causes.append(
+            errors.Cause(
+                "FieldValueInvalid",
+                f'Invalid value: "{policy}": orphanDependents and deletionPropagation cannot be '
+                "both set",
+                "propagationPolicy",
+            )
         )
+    if policy not in (None, "Orphan", "Background", "Foreground"):
+        causes.append(
+            errors.Cause(
+                "FieldValueNotSupported",
+                f'Unsupported value: "{policy}": supported values: "Foreground", '
+                '"Background", "Orphan"',
+                "propagationPolicy",
+            )
+        )
+    if causes:
+        raise errors.invalid("DeleteOptions", "", causes, group="meta.k8s.io")
     return options
 
 
@@ -416,7 +434,14 @@ def _query_parameter(key: str, value: str) -> Any:
 
 
 def _json_type_name(value: Any) -> str:
-    names = {str: "string", bool: "bool", float: "number", list: "array", dict: "object"}
+    names = {
+        str: "string",
+        bool: "bool",
+        int: "number",
+        float: "number",
+        list: "array",
+        dict: "object",
+    }
     return names.get(type(value), "value")
 
 

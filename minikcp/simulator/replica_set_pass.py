@@ -2,8 +2,8 @@
 
 A ReplicaSet gets pods of its template to its size (extra ones go: not ready first, then the
 newest), each pod's status moves along its plan (`pod_lifecycle`), and the ReplicaSet's status
-counts them. Pods of an earlier ReplicaSet of the same name are removed, as the garbage
-collector would.
+counts them. Pods of an earlier ReplicaSet of the same name do not count; the garbage
+collector removes them.
 """
 
 from __future__ import annotations
@@ -126,9 +126,6 @@ async def sync_replica_set(
 ) -> Outcome:
     """Pods to the ReplicaSet's size, each pod's status to its plan, then the RS status."""
     outcome = Outcome(rs)
-    for stale in objects.stale_pods_of(ctx.cluster, rs):
-        await objects.delete_pod(ctx, stale.view())
-        outcome.writes += 1
     pods = []
     for pod in objects.pods_of(ctx.cluster, rs):
         if not pod.metadata.get("deletionTimestamp"):

@@ -1,14 +1,14 @@
-"""The workload simulator: what the deployment controller, the ReplicaSet controller, the
-garbage collector and the kubelets of a real cluster would do, so one minikcp process can stand
-in for a physical cluster.
+"""The workload simulator: what the deployment controller, the ReplicaSet controller and the
+kubelets of a real cluster would do, so one minikcp process can stand in for a physical cluster.
 
 A Deployment gets a ReplicaSet per pod template (pod-template-hash, revision, owner reference)
 and the ReplicaSets get Pods that run at once and become Ready after a delay; rolling updates,
 Recreate and paused Deployments follow the deployment controller's arithmetic, and so does the
 Deployment's status. ReplicaSets of no Deployment get pods too, and pods of no ReplicaSet are
 run. Options (flags, and annotations on a Deployment or its pod template) make pods never
-become Ready (the rollout exceeds its progress deadline) or crash-loop. With no garbage
-collector in the process, what a deleted Deployment or ReplicaSet owned is deleted here.
+become Ready (the rollout exceeds its progress deadline) or crash-loop. What a deleted
+Deployment or ReplicaSet owned is left to the garbage collector (controllers/garbage_collector.py),
+as in a real cluster: the simulator sets owner references as upstream's controllers do.
 
 Everything happens in-process through the registry (the same create, update and status paths
 as HTTP requests), in every logical cluster: three wildcard informers feed a deduplicating queue
@@ -122,10 +122,6 @@ class WorkloadSimulator:
             self._queue.add(("Deployment", cluster, namespace, owner))
         elif rollout.controller_of(obj.view()) is None:
             self._queue.add(("ReplicaSet", cluster, namespace, name))
-        if new is None:
-            # Deleted by someone else: its pods are garbage now.
-            for pod in self._objects.pod_informer.owned_by(cluster, namespace, name):
-                self._queue.add(("Pod", *informer.key_of(pod)))
 
     def _pod_changed(self, new: StoredObject | None, old: StoredObject | None) -> None:
         obj = new or old
@@ -133,6 +129,9 @@ class WorkloadSimulator:
         cluster, namespace, name = informer.key_of(obj)
         if new is None:
             self._objects.forget_pod(obj.metadata.get("uid", ""))
+        elif new.metadata.get("deletionTimestamp"):
+            # The kubelet ends a terminating pod, whoever runs it (its owner may be going too).
+            self._queue.add(("Pod", cluster, namespace, name))
         ref = rollout.controller_of(obj.view())
         if ref is not None and ref.get("kind") in self._controllers:
             self._queue.add((ref["kind"], cluster, namespace, ref.get("name", "")))
@@ -200,24 +199,19 @@ class WorkloadSimulator:
     ) -> tuple[int, bool, float | None]:
         objects = self._objects
         found = await objects.find_deployment(ctx, namespace, name)
-        deployment = found.view() if found is not None else None
-        uid = deployment["metadata"].get("uid") if deployment is not None else None
+        if found is None or found.metadata.get("deletionTimestamp"):
+            return 0, False, None
+        uid = found.metadata.get("uid")
         owned: list[Mapping[str, Any]] = []
-        writes = 0
         for rs in objects.replica_sets_of(ctx.cluster, namespace, name):
             view = rs.view()
             ref = rollout.controller_of(view)
-            if uid is not None and ref is not None and ref.get("uid") == uid:
+            # Those of a Deployment that is gone or was replaced are the garbage collector's.
+            if ref is not None and ref.get("uid") == uid:
                 owned.append(view)
-            else:
-                # Its Deployment is gone (or was replaced): the garbage collector's job.
-                await objects.delete_replica_set(ctx, view)
-                writes += 1
-        if found is None or found.metadata.get("deletionTimestamp"):
-            return writes, False, None
         sync = deployment_pass.DeploymentPass(objects, self._options, ctx, found, owned, now)
         await sync.run()
-        return writes + sync.writes, sync.wants_more(), sync.next_at
+        return sync.writes, sync.wants_more(), sync.next_at
 
     async def _sync_replica_set(
         self, ctx: RequestContext, namespace: str, name: str, now: float
@@ -236,7 +230,8 @@ class WorkloadSimulator:
     async def _sync_pod(
         self, ctx: RequestContext, namespace: str, name: str, now: float
     ) -> tuple[int, bool, float | None]:
-        """A pod no ReplicaSet of ours runs: the kubelet alone, or the garbage collector."""
+        """A pod no ReplicaSet of ours runs: the kubelet alone (one whose ReplicaSet is gone
+        is the garbage collector's)."""
         found = await self._objects.find_pod(ctx, namespace, name)
         if found is None:
             return 0, False, None
@@ -250,11 +245,7 @@ class WorkloadSimulator:
         if ref is not None and ref.get("kind") in self._controllers:
             return 0, False, None  # its controller's pass runs it
         if ref is not None and ref.get("kind") == "ReplicaSet":
-            rs = await self._objects.find_replica_set(ctx, namespace, ref.get("name", ""))
-            if rs is not None and rs["metadata"].get("uid") == ref.get("uid"):
-                return 0, False, None  # its ReplicaSet's pass runs it
-            await self._objects.delete_pod(ctx, pod)
-            return 1, False, None
+            return 0, False, None  # its ReplicaSet's pass runs it, or it is garbage
         outcome = await replica_set_pass.advance_pod(
             self._objects, self._options, ctx, pod, _NO_DEPLOYMENT, now
         )

@@ -135,11 +135,8 @@ class WorkloadObjects:
         """The pods this very ReplicaSet (by uid) controls."""
         return [p for p in self._pods_named_after(cluster, rs) if _controlled_by(p, rs)]
 
-    def stale_pods_of(self, cluster: str, rs: Mapping[str, Any]) -> list[StoredObject]:
-        """Pods of an earlier ReplicaSet of the same name (deleted and created again)."""
-        return [p for p in self._pods_named_after(cluster, rs) if not _controlled_by(p, rs)]
-
     def _pods_named_after(self, cluster: str, rs: Mapping[str, Any]) -> list[StoredObject]:
+        """Pods of this ReplicaSet, and of an earlier one of the same name (garbage)."""
         meta = rs["metadata"]
         return self.pod_informer.owned_by(cluster, meta.get("namespace", ""), meta["name"])
 
@@ -380,11 +377,8 @@ class WorkloadObjects:
             cache.record_deleted(key, deleted.revision)
 
     async def delete_replica_set(self, ctx: RequestContext, rs: Mapping[str, Any]) -> None:
-        """Delete a ReplicaSet and its pods (what the garbage collector would do)."""
-        meta = rs["metadata"]
-        for pod in self.pods_of(ctx.cluster, rs) + self.stale_pods_of(ctx.cluster, rs):
-            await self.delete_pod(ctx, pod.view())
-        await self._delete(self._replica_sets, self.rs_informer, ctx, meta)
+        """Delete a ReplicaSet (in the background: the garbage collector takes its pods)."""
+        await self._delete(self._replica_sets, self.rs_informer, ctx, rs["metadata"])
 
 
 def _controlled_by(pod: StoredObject, rs: Mapping[str, Any]) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from minikcp.machinery import selectors
+from minikcp.machinery import propagation, selectors
 from minikcp.registry import strategy
 
 
@@ -41,6 +41,7 @@ class ScalableStrategy(strategy.Strategy):
 
 class ReplicaSetStrategy(ScalableStrategy):
     extra_selectable_fields = frozenset({"status.replicas"})
+    garbage_collection_policy = propagation.DELETE_DEPENDENTS
 
     def initial_status(self, obj: dict[str, Any]) -> None:
         # `replicas` is not omitempty in the status of ReplicaSets and ReplicationControllers.
@@ -64,6 +65,8 @@ class DeploymentStrategy(ScalableStrategy):
     way they do on a real cluster; status written through /status still wins until the next
     spec change. Where a controller owns Deployment status (`status_owners`) nothing is derived.
     """
+
+    garbage_collection_policy = propagation.DELETE_DEPENDENTS
 
     def after_write(self, obj: dict[str, Any], old: Mapping[str, Any] | None, cluster: str) -> None:
         if not self.status_owners.registry_reports(cluster, obj["metadata"].get("namespace", "")):
@@ -133,12 +136,15 @@ def _now() -> str:
 class StatefulSetStrategy(ScalableStrategy):
     """Status starts as the StatefulSet strategy leaves it (Go prints its non-omitempty zeros)."""
 
+    garbage_collection_policy = propagation.DELETE_DEPENDENTS
+
     def initial_status(self, obj: dict[str, Any]) -> None:
         obj["status"] = {"availableReplicas": 0, "replicas": 0}
 
 
 class DaemonSetStrategy(strategy.Strategy):
     tracks_generation = True
+    garbage_collection_policy = propagation.DELETE_DEPENDENTS
 
     def initial_status(self, obj: dict[str, Any]) -> None:
         obj["status"] = {

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from minikcp.machinery import propagation
 from minikcp.registry import strategy
 
 
@@ -13,6 +14,8 @@ class GenerationStrategy(strategy.Strategy):
 
 class JobStrategy(strategy.Strategy):
     tracks_generation = True
+    # batch/v1 keeps orphaning a Job's pods by default, for backwards compatibility.
+    garbage_collection_policy = propagation.ORPHAN_DEPENDENTS
     extra_selectable_fields = frozenset({"status.successful"})
 
     def initial_status(self, obj: dict[str, Any]) -> None:
@@ -21,6 +24,7 @@ class JobStrategy(strategy.Strategy):
 
 class CronJobStrategy(strategy.Strategy):
     tracks_generation = True
+    garbage_collection_policy = propagation.DELETE_DEPENDENTS
 
     def initial_status(self, obj: dict[str, Any]) -> None:
         obj["status"] = {}

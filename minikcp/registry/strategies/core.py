@@ -7,7 +7,7 @@ import ipaddress
 from collections.abc import Mapping
 from typing import Any
 
-from minikcp.machinery import names
+from minikcp.machinery import names, propagation
 from minikcp.registry import strategy
 
 NAME_LABEL = "kubernetes.io/metadata.name"
@@ -185,6 +185,7 @@ def _fold_string_data(obj: dict[str, Any]) -> None:
 
 
 class EventStrategy(strategy.Strategy):
+    garbage_collection_policy = propagation.UNSUPPORTED
     extra_selectable_fields = frozenset(
         {
             "involvedObject.kind",
@@ -209,6 +210,7 @@ class EventStrategy(strategy.Strategy):
 
 
 class EventsV1Strategy(strategy.Strategy):
+    garbage_collection_policy = propagation.UNSUPPORTED
     extra_selectable_fields = frozenset(
         {
             "regarding.kind",
