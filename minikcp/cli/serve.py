@@ -19,8 +19,8 @@ from aiohttp import web
 from minikcp.auth import authn, pki, service_accounts, tls, token_file
 from minikcp.cli import kubeconfigs
 from minikcp.controllers import crds as crd_controller
+from minikcp.controllers import namespace_defaults, rbac_aggregation
 from minikcp.controllers import namespaces as namespace_controller
-from minikcp.controllers import rbac_aggregation
 from minikcp.controllers import workspaces as workspace_controller
 from minikcp.machinery import rbac, users
 from minikcp.registry import registry, token_requests
@@ -159,6 +159,7 @@ async def serve(options: ServeOptions) -> None:
                 store,
                 hub,
                 service_account_tokens=token_requests.TokenSettings(sign=signing_key.sign),
+                root_ca=creds.ca_cert.read_text(),
             )
             registry_task = tasks.create_task(reg.run(), name="registry")
             resolver, lifecycle = workspaces.install(reg, base_url)
@@ -173,7 +174,12 @@ async def serve(options: ServeOptions) -> None:
             namespace_task = tasks.create_task(
                 namespace_controller.NamespaceController(reg).run(), name="namespaces"
             )
+            defaults_task = tasks.create_task(
+                namespace_defaults.NamespaceDefaultsController(reg).run(),
+                name="namespace-defaults",
+            )
             background = [
+                defaults_task,
                 registry_task,
                 resolver_task,
                 controller_task,
