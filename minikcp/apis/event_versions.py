@@ -9,6 +9,7 @@ reportingComponent and reportingInstance), the others only when set.
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -90,3 +91,40 @@ def to_events(event: Mapping[str, Any]) -> dict[str, Any]:
     for new, old in _TO_CORE:
         _set(out, new, event.get(old), _EVENTS_ZERO)
     return out
+
+
+# Timestamps by their Go type, in either version: metav1.Time (seconds) and MicroTime.
+_TIMES: Final = (
+    "firstTimestamp",
+    "lastTimestamp",
+    "deprecatedFirstTimestamp",
+    "deprecatedLastTimestamp",
+)
+_MICRO_TIMES: Final = ("eventTime",)
+
+
+def _reformat(value: Any, micro: bool) -> Any:
+    if not isinstance(value, str) or not value:
+        return value
+    try:
+        stamp = datetime.datetime.fromisoformat(value)
+    except ValueError:
+        return value  # validation judges it
+    if stamp.tzinfo is None:
+        return value
+    stamp = stamp.astimezone(datetime.UTC)
+    return stamp.strftime("%Y-%m-%dT%H:%M:%S.%fZ" if micro else "%Y-%m-%dT%H:%M:%SZ")
+
+
+def normalise_times(event: dict[str, Any]) -> None:
+    """Timestamps as Go writes them after decoding (UTC, `Z`; six fraction digits for
+    MicroTime), whatever offset a client sent: kubectl parses exactly that form."""
+    for name in _TIMES:
+        if name in event:
+            event[name] = _reformat(event[name], micro=False)
+    for name in _MICRO_TIMES:
+        if name in event:
+            event[name] = _reformat(event[name], micro=True)
+    series = event.get("series")
+    if isinstance(series, dict) and "lastObservedTime" in series:
+        series["lastObservedTime"] = _reformat(series["lastObservedTime"], micro=True)

@@ -69,12 +69,18 @@ def mount_token(spec: dict[str, Any]) -> None:
     mount = {"name": volume_name, "readOnly": True, "mountPath": MOUNT_PATH}
     needed = False
     for field in ("initContainers", "containers"):
-        for container in spec.get(field) or []:
+        containers = spec.get(field)
+        if not containers:
+            continue
+        # New container dicts: the caller's may share them (a controller's pod template).
+        changed = []
+        for container in containers:
             mounts = container.get("volumeMounts") or []
-            if any(m.get("mountPath") == MOUNT_PATH for m in mounts):
-                continue
-            container["volumeMounts"] = [*mounts, dict(mount)]
-            needed = True
+            if not any(m.get("mountPath") == MOUNT_PATH for m in mounts):
+                container = {**container, "volumeMounts": [*mounts, dict(mount)]}
+                needed = True
+            changed.append(container)
+        spec[field] = changed
     if needed and not has_volume:
         spec["volumes"] = [*volumes, token_volume(volume_name)]
 

@@ -177,3 +177,23 @@ async def test_one_store_two_apis(reg: registry.Registry) -> None:
     deleted, _ = await new.delete(ctx, "default", "web.1", {}, opts)
     assert deleted.view()["note"] == "Started container"
     assert await core.find(ctx, "default", "web.1") is None
+
+
+@pytest.mark.parametrize(
+    ("sent", "want"),
+    [
+        (
+            {"eventTime": "2026-01-01T01:00:00+01:00", "firstTimestamp": "2026-01-01T00:00:00.5Z"},
+            {"eventTime": "2026-01-01T00:00:00.000000Z", "firstTimestamp": "2026-01-01T00:00:00Z"},
+        ),
+        (
+            {"series": {"count": 2, "lastObservedTime": "2026-01-01T00:00:00.123+00:00"}},
+            {"series": {"count": 2, "lastObservedTime": "2026-01-01T00:00:00.123000Z"}},
+        ),
+        ({"deprecatedLastTimestamp": "yesterday"}, {"deprecatedLastTimestamp": "yesterday"}),
+        ({"lastTimestamp": None}, {"lastTimestamp": None}),
+    ],
+)
+def test_timestamps_are_written_as_go_writes_them(sent: dict[str, Any], want: Any) -> None:
+    event_versions.normalise_times(sent)
+    assert sent == want

@@ -206,6 +206,10 @@ class EventStrategy(strategy.Strategy):
         }
     )
 
+    def apply_defaults(self, obj: dict[str, Any]) -> None:
+        super().apply_defaults(obj)
+        event_versions.normalise_times(obj)
+
     def selectable_fields(self, obj: Mapping[str, Any]) -> dict[str, str]:
         fields = super().selectable_fields(obj)
         # ToSelectableFields: "source" is source.component, else the reporting controller.
@@ -236,6 +240,10 @@ class EventsV1Strategy(strategy.Strategy):
             "type",
         }
     )
+
+    def apply_defaults(self, obj: dict[str, Any]) -> None:
+        super().apply_defaults(obj)
+        event_versions.normalise_times(obj)
 
     def on_read(self, value: bytes) -> bytes:
         return orjson.dumps(event_versions.to_events(orjson.loads(value)))
