@@ -13,6 +13,7 @@ import pytest
 from kubernetes import client, config, watch
 from kubernetes.client.rest import ApiException
 
+from tests.e2e import crd_manifests
 from tests.e2e.kubectl_runner import Kubectl
 from tests.server_process import ServerProcess
 
@@ -308,3 +309,29 @@ def test_server_side_apply_on_the_scale_of_other_kinds(
     managers = _managers(got)
     assert managers[("hpa", "Apply", "scale")] == {"f:spec": {"f:replicas": {}}}
     assert "f:replicas" not in managers[("deployer", "Apply", "")]["f:spec"]
+
+
+def test_server_side_apply_on_the_scale_of_a_custom_resource(
+    server: ServerProcess, kubectl: Kubectl
+) -> None:
+    kubectl("create", "-f", "-", input=crd_manifests.crd())
+    kubectl("wait", "--for=condition=Established", "crd/widgets.example.com", "--timeout=20s")
+    widget = crd_manifests.widget("w", {"size": "small", "replicas": 1})
+    kubectl("apply", "--server-side", "--field-manager=owner", "-f", "-", input=widget)
+    path = kubectl.path("example.com/v1", "widgets", "w") + "/scale?fieldManager=hpa"
+    body = json.dumps(_scale("w", 3)).encode()
+    code, _, raw = server.request("PATCH", path, body, headers={"Content-Type": APPLY})
+    assert code == 409, raw
+    assert json.loads(raw)["message"] == (
+        'Apply failed with 1 conflict: conflict with "owner": .spec.replicas'
+    )
+    code, _, raw = server.request(
+        "PATCH", path + "&force=true", body, headers={"Content-Type": APPLY}
+    )
+    assert code == 200, raw
+    assert json.loads(raw)["spec"] == {"replicas": 3}
+    got = kubectl.get("widget", "w", managed_fields=True)
+    assert got["spec"] == {"size": "small", "replicas": 3}
+    managers = _managers(got)
+    assert managers[("hpa", "Apply", "scale")] == {"f:spec": {"f:replicas": {}}}
+    assert managers[("owner", "Apply", "")] == {"f:spec": {"f:size": {}}}
