@@ -5,8 +5,10 @@ A pod without a ServiceAccount gets `default`; the one it names must exist (403 
 namespace); unless the pod or the account says `automountServiceAccountToken: false`, every
 container and init container mounts the projected `kube-api-access-<random>` volume (a bound
 token, the `kube-root-ca.crt` ConfigMap's ca.crt, the namespace) read-only at
-/var/run/secrets/kubernetes.io/serviceaccount; a pod without imagePullSecrets takes the account's.
-Mirror pods are changed in nothing and may not reference accounts, secrets or token projections.
+/var/run/secrets/kubernetes.io/serviceaccount; a pod without imagePullSecrets takes the
+account's; an account annotated `kubernetes.io/enforce-mountable-secrets: "true"` limits the
+pod's secrets to its own. Mirror pods are changed in nothing and may not reference accounts,
+secrets or token projections.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ MIRROR_POD_ANNOTATION: Final = "kubernetes.io/config.mirror"
 # serviceaccount.WarnOnlyBoundTokenExpirationSeconds: one hour and seven seconds.
 TOKEN_EXPIRATION_SECONDS: Final = 3607
 _DEFAULT_ATTEMPTS: Final = 10
+ENFORCE_MOUNTABLE_SECRETS: Final = "kubernetes.io/enforce-mountable-secrets"
+_TRUE: Final = frozenset({"1", "t", "T", "TRUE", "true", "True"})  # Go's strconv.ParseBool
 
 
 def token_volume(name: str) -> dict[str, Any]:
@@ -83,6 +87,41 @@ def mount_token(spec: dict[str, Any]) -> None:
         spec[field] = changed
     if needed and not has_volume:
         spec["volumes"] = [*volumes, token_volume(volume_name)]
+
+
+def secret_reference_error(account: Mapping[str, Any], spec: Mapping[str, Any]) -> str | None:
+    """limitSecretReferences, for an account annotated to enforce mountable secrets: the pod's
+    secret volumes, env secretKeyRefs and imagePullSecrets must be among the account's."""
+    meta = account.get("metadata") or {}
+    if (meta.get("annotations") or {}).get(ENFORCE_MOUNTABLE_SECRETS) not in _TRUE:
+        return None
+    name = meta.get("name", "")
+    mountable = {ref.get("name") for ref in account.get("secrets") or ()}
+    for volume in spec.get("volumes") or ():
+        secret = (volume.get("secret") or {}).get("secretName") if "secret" in volume else None
+        if secret is not None and secret not in mountable:
+            return (
+                f'volume with secret.secretName="{secret}" is not allowed because service '
+                f"account {name} does not reference that secret"
+            )
+    for field, what in (("initContainers", "init container"), ("containers", "container")):
+        for container in spec.get(field) or ():
+            for env in container.get("env") or ():
+                ref = (env.get("valueFrom") or {}).get("secretKeyRef")
+                if ref and ref.get("name") not in mountable:
+                    return (
+                        f"{what} {container.get('name', '')} with envVar {env.get('name', '')} "
+                        f'referencing secret.secretName="{ref.get("name", "")}" is not allowed '
+                        f"because service account {name} does not reference that secret"
+                    )
+    pullable = {ref.get("name") for ref in account.get("imagePullSecrets") or ()}
+    for i, ref in enumerate(spec.get("imagePullSecrets") or ()):
+        if ref.get("name") not in pullable:
+            return (
+                f'imagePullSecrets[{i}].name="{ref.get("name", "")}" is not allowed because '
+                f"service account {name} does not reference that imagePullSecret"
+            )
+    return None
 
 
 def _secret_names(spec: Mapping[str, Any]) -> Iterator[str]:
@@ -142,6 +181,9 @@ class ServiceAccountAdmission(admission.Admission):
             spec["imagePullSecrets"] = [
                 {"name": ref.get("name", "")} for ref in account["imagePullSecrets"]
             ]
+        refused = secret_reference_error(account, spec)
+        if refused is not None:
+            raise errors.forbidden("pods", name, refused)
 
     async def _account(self, ctx: RequestContext, namespace: str, name: str) -> StoredObject | None:
         """getServiceAccount: `default` is looked for a few times (100-200 ms apart)."""

@@ -298,3 +298,36 @@ def test_deleted_root_ca_comes_back_and_a_changed_one_is_restored(kubectl: Kubec
         eventually(lambda ns=ns: data(ns) == original, what=f"CA of {ns} back")
         kubectl("patch", "configmap", "kube-root-ca.crt", "-n", ns, "-p", '{"data":{"ca.crt":"x"}}')
         eventually(lambda ns=ns: data(ns) == original, what=f"CA of {ns} restored")
+
+
+def test_an_account_may_limit_the_secrets_of_its_pods(kubectl: Kubectl) -> None:
+    account = {
+        "apiVersion": "v1",
+        "kind": "ServiceAccount",
+        "metadata": {
+            "name": "strict",
+            "annotations": {"kubernetes.io/enforce-mountable-secrets": "true"},
+        },
+        "secrets": [{"name": "allowed"}],
+    }
+    kubectl("apply", "-f", "-", input=json.dumps(account))
+
+    def pod(name: str, secret: str) -> dict[str, Any]:
+        return {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name},
+            "spec": {
+                "serviceAccountName": "strict",
+                "containers": [{"name": "c", "image": "nginx"}],
+                "volumes": [{"name": "s", "secret": {"secretName": secret}}],
+            },
+        }
+
+    kubectl("create", "-f", "-", input=json.dumps(pod("fine", "allowed")))
+    refused = kubectl.fails("create", "-f", "-", input=json.dumps(pod("nosy", "other")))
+    assert refused.stderr.strip() == (
+        'Error from server (Forbidden): error when creating "STDIN": pods "nosy" is forbidden: '
+        'volume with secret.secretName="other" is not allowed because service account strict '
+        "does not reference that secret"
+    )

@@ -76,3 +76,56 @@ def test_a_new_volume_has_a_generated_name_and_shares_no_container() -> None:
     assert spec["initContainers"][0]["volumeMounts"] == [mount]
     assert spec["containers"][0]["volumeMounts"] == [mount]
     assert container == {"name": "a"}, "the caller's container is left as it was"
+
+
+SECRET_VOLUME = {"volumes": [{"name": "v", "secret": {"secretName": "x"}}]}
+SECRET_ENV = {"name": "E", "valueFrom": {"secretKeyRef": {"name": "x", "key": "k"}}}
+ENFORCING = {
+    "metadata": {"name": "strict", "annotations": {sa.ENFORCE_MOUNTABLE_SECRETS: "true"}},
+    "secrets": [{"name": "allowed"}],
+    "imagePullSecrets": [{"name": "pull"}],
+}
+
+
+@pytest.mark.parametrize(
+    ("account", "spec", "want"),
+    [
+        (
+            {"metadata": {"name": "lax"}},
+            {"volumes": [{"name": "v", "secret": {"secretName": "x"}}]},
+            None,
+        ),
+        (ENFORCING, {"volumes": [{"name": "v", "secret": {"secretName": "allowed"}}]}, None),
+        (
+            ENFORCING,
+            SECRET_VOLUME,
+            'volume with secret.secretName="x" is not allowed because service account strict '
+            "does not reference that secret",
+        ),
+        (
+            ENFORCING,
+            {
+                "initContainers": [
+                    {
+                        "name": "i",
+                        "env": [
+                            {"name": "E", "valueFrom": {"secretKeyRef": {"name": "x", "key": "k"}}}
+                        ],
+                    }
+                ]
+            },
+            'init container i with envVar E referencing secret.secretName="x" is not allowed '
+            "because service account strict does not reference that secret",
+        ),
+        (
+            ENFORCING,
+            {"imagePullSecrets": [{"name": "pull"}, {"name": "other"}]},
+            'imagePullSecrets[1].name="other" is not allowed because service account strict '
+            "does not reference that imagePullSecret",
+        ),
+    ],
+)
+def test_mountable_secrets_are_enforced_when_the_account_says_so(
+    account: dict[str, Any], spec: dict[str, Any], want: str | None
+) -> None:
+    assert sa.secret_reference_error(account, spec) == want
