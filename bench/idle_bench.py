@@ -34,7 +34,7 @@ _CLUSTER_CONTROLLERS = (
     "garbage-collector-controller",
     "namespace-controller",
     "resourcequota-controller",
-    "serviceaccount-controller",
+    "namespace-defaults-controller",
 )
 
 

@@ -16,3 +16,11 @@ def schema_for(rt: catalog.ResourceType) -> schemas.SchemaNode:
     if not rt.definition:
         return schemas.unknown()
     return schemas.SchemaNode.definition(catalog.upstream_definitions(), rt.definition)
+
+
+@functools.cache
+def scale_schema() -> schemas.SchemaNode:
+    """autoscaling/v1 Scale, the object of every scale subresource."""
+    return schemas.SchemaNode.definition(
+        catalog.upstream_definitions(), "io.k8s.api.autoscaling.v1.Scale"
+    )

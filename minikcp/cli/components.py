@@ -13,8 +13,8 @@ from typing import Any
 
 from minikcp.controllers import crds as crd_controller
 from minikcp.controllers import garbage_collector as gc_controller
+from minikcp.controllers import namespace_defaults, rbac_aggregation, resource_quotas
 from minikcp.controllers import namespaces as namespace_controller
-from minikcp.controllers import rbac_aggregation, resource_quotas
 from minikcp.controllers import workspaces as workspace_controller
 from minikcp.registry import registry
 from minikcp.syncer import syncer as workload_syncer
@@ -54,6 +54,10 @@ def _namespaces(w: Wiring) -> Coroutine[Any, Any, None]:
     return namespace_controller.NamespaceController(w.registry).run()
 
 
+def _namespace_defaults(w: Wiring) -> Coroutine[Any, Any, None]:
+    return namespace_defaults.NamespaceDefaultsController(w.registry).run()
+
+
 def _garbage_collector(w: Wiring) -> Coroutine[Any, Any, None]:
     return gc_controller.GarbageCollector(w.registry).run()
 
@@ -74,6 +78,11 @@ CONTROLLERS: tuple[Controller, ...] = (
     Controller("workspace-controller", _workspaces, "Workspaces and their logical clusters"),
     Controller("crd-controller", _crds, "CRD names and conditions, CRD deletion"),
     Controller("namespace-controller", _namespaces, "deleted namespaces emptied, then removed"),
+    Controller(
+        "namespace-defaults-controller",
+        _namespace_defaults,
+        "every namespace's default ServiceAccount and kube-root-ca.crt ConfigMap",
+    ),
     Controller(
         "garbage-collector-controller",
         _garbage_collector,

@@ -156,6 +156,7 @@ async def serve(options: ServeOptions) -> None:
                 store,
                 hub,
                 service_account_tokens=token_requests.TokenSettings(sign=signing_key.sign),
+                root_ca=creds.ca_cert.read_text(),
             )
             registry_task = tasks.create_task(reg.run(), name="registry")
             resolver, lifecycle = workspaces.install(reg, base_url)

@@ -243,13 +243,13 @@ def label_value_errors(value: str) -> list[str]:
 # -- generateName (k8s.io/apiserver/pkg/storage/names) ----------------------------------------
 
 _NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # no vowels, so no accidental words
-_RANDOM_LENGTH = 5
-MAX_GENERATED_NAME_LENGTH = 63 - _RANDOM_LENGTH
+RANDOM_LENGTH = 5
+MAX_GENERATED_NAME_LENGTH = 63 - RANDOM_LENGTH
 
 
 def generate_name(prefix: str) -> str:
     base = prefix[:MAX_GENERATED_NAME_LENGTH]
-    return base + "".join(secrets.choice(_NAME_ALPHABET) for _ in range(_RANDOM_LENGTH))
+    return base + "".join(secrets.choice(_NAME_ALPHABET) for _ in range(RANDOM_LENGTH))
 
 
 def mask_trailing_dash(name: str) -> str:

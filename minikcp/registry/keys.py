@@ -1,6 +1,7 @@
 """Storage keys, kcp's layout: /registry/<group|core>/<resource>/<cluster>/[<namespace>/]<name>.
 
-Custom resources (kinds served from a CRD) live under
+Resources that are one store seen through two APIs share the key of the one upstream stores
+(events.k8s.io/v1 Events are core/v1 Events). Custom resources (kinds served from a CRD) live under
 /registry/<group>/<resource>/customresources/<cluster>/[<namespace>/]<name>, as in kcp. One prefix
 selects a resource across all logical clusters, in one cluster, or in one namespace.
 """
@@ -11,11 +12,15 @@ from dataclasses import dataclass
 
 from minikcp.apis import catalog
 
+# (group, resource) -> the (group, resource) whose objects it serves.
+_SHARED_STORAGE = {("events.k8s.io", "events"): ("", "events")}
+
 
 def resource_prefix(rt: catalog.ResourceType) -> str:
     if rt.custom is not None:
         return f"/registry/{rt.group}/{rt.plural}/customresources/"
-    return f"/registry/{rt.group or 'core'}/{rt.plural}/"
+    group, plural = _SHARED_STORAGE.get((rt.group, rt.plural), (rt.group, rt.plural))
+    return f"/registry/{group or 'core'}/{plural}/"
 
 
 def object_key(rt: catalog.ResourceType, cluster: str, namespace: str, name: str) -> str:

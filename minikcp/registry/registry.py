@@ -17,10 +17,12 @@ from minikcp.registry import (
     custom_catalogs,
     keys,
     limit_range_admission,
+    namespace_defaults,
     namespaces,
     quota_admission,
     rbac_policy,
     reviews,
+    service_account_admission,
     status_owners,
     store,
     strategies,
@@ -66,6 +68,7 @@ class Registry:
         types: catalog.Catalog | None = None,
         watch_settings: watching.WatchSettings = watching.DEFAULT_SETTINGS,
         service_account_tokens: token_requests.TokenSettings | None = None,
+        root_ca: str = "",
     ) -> None:
         self.service_account_tokens = service_account_tokens
         self.storage = storage
@@ -100,6 +103,28 @@ class Registry:
             storage,
             namespace_check=self.namespaces.check_writable,
             index=self.crds,
+        )
+        # Every namespace's default ServiceAccount (and, given the server's CA, kube-root-ca.crt).
+        self.root_ca = root_ca
+        defaults = [("serviceaccounts", namespace_defaults.SERVICE_ACCOUNT)]
+        if root_ca:
+            defaults.append(("configmaps", namespace_defaults.root_ca_config_map(root_ca)))
+        self.namespace_defaults: list[namespace_defaults.NamespaceDefaultStore] = []
+        for plural, default in defaults:
+            rt = self.catalog.by_resource("", "v1", plural)
+            assert rt is not None
+            found = namespace_defaults.NamespaceDefaultStore(
+                rt,
+                strategies.strategy_for(rt),
+                storage,
+                namespace_check=self.namespaces.check_writable,
+                default=default,
+                bootstrap_time=bootstrap_time,
+            )
+            self._stores[rt] = found
+            self.namespace_defaults.append(found)
+        self.admit(
+            "", "Pod", service_account_admission.ServiceAccountAdmission(self.service_accounts)
         )
         # RBAC of every logical cluster over the shared bootstrap policy: the one authorizer.
         self.policy = rbac_policy.PolicyStore(self._rbac_store)
@@ -148,6 +173,10 @@ class Registry:
             tasks.create_task(self.limit_ranges.limits.run(self.hub), name="limit-range-cache")
             tasks.create_task(self.quota.quotas.run(self.hub), name="quota-cache")
             tasks.create_task(self.quota.run(), name="quota-admission")
+
+    @property
+    def service_accounts(self) -> namespace_defaults.NamespaceDefaultStore:
+        return self.namespace_defaults[0]
 
     def catalog_for(self, cluster: str) -> catalog.Catalog:
         """The kinds served in a logical cluster: the built-ins plus its established CRDs'

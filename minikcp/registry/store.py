@@ -111,6 +111,12 @@ class ResourceStore:
             return None
         return self.stored(item.value, cluster=ctx.cluster, revision=item.mod_rev)
 
+    def encode(self, obj: dict[str, Any]) -> bytes:
+        """An object of this type as stored (see Strategy.to_storage)."""
+        if self.strategy.transforms_reads:
+            obj = self.strategy.to_storage(obj)
+        return codec.encode_for_storage(obj)
+
     def stored(self, value: bytes, *, cluster: str, revision: int) -> StoredObject:
         """An object read from storage, as this type serves it (see Strategy.on_read)."""
         if self.strategy.transforms_reads:
@@ -357,13 +363,13 @@ class ResourceStore:
                 meta["name"] = names.generate_name(meta["generateName"])
             try:
                 item = await self.storage.create(
-                    self.key(ctx.cluster, namespace, meta["name"]), codec.encode_for_storage(obj)
+                    self.key(ctx.cluster, namespace, meta["name"]), self.encode(obj)
                 )
             except storage_errors.KeyExists:
                 continue
             except storage_errors.StorageError as exc:
                 raise interpreted.interpret(exc, self.rt, meta["name"]) from None
-            return StoredObject(item.value, cluster=ctx.cluster, revision=item.mod_rev)
+            return self.stored(item.value, cluster=ctx.cluster, revision=item.mod_rev)
         raise errors.already_exists(self.rt.plural, meta["name"], group=self.rt.group)
 
     async def update(
@@ -455,14 +461,14 @@ class ResourceStore:
                 if old["metadata"].get("deletionTimestamp") and self.strategy.finalized(new):
                     # The last finalizer is gone: the pending deletion completes now.
                     deleted = await self.storage.delete(key, expected_mod_rev=current.revision)
-                    written = StoredObject(
-                        codec.encode_for_storage(new), cluster=ctx.cluster, revision=deleted.mod_rev
+                    written = StoredObject.from_dict(
+                        new, cluster=ctx.cluster, revision=deleted.mod_rev
                     )
                 else:
                     item = await self.storage.update(
-                        key, codec.encode_for_storage(new), expected_mod_rev=current.revision
+                        key, self.encode(new), expected_mod_rev=current.revision
                     )
-                    written = StoredObject(item.value, cluster=ctx.cluster, revision=item.mod_rev)
+                    written = self.stored(item.value, cluster=ctx.cluster, revision=item.mod_rev)
             except BaseException as exc:
                 if hook is not None:
                     hook.write_ended(ctx, new, update=True, stored=False)
@@ -595,13 +601,13 @@ class ResourceStore:
                     ), False
                 try:
                     item = await self.storage.update(
-                        key, codec.encode_for_storage(pending), expected_mod_rev=current.revision
+                        key, self.encode(pending), expected_mod_rev=current.revision
                     )
                 except storage_errors.Conflict:
                     continue
                 except storage_errors.StorageError as exc:
                     raise interpreted.interpret(exc, self.rt, name) from None
-                return StoredObject(item.value, cluster=ctx.cluster, revision=item.mod_rev), False
+                return self.stored(item.value, cluster=ctx.cluster, revision=item.mod_rev), False
             last = current
             if marks:
                 # A graceful kind deleted with no grace left: its last state says so, as the

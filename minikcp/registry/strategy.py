@@ -133,6 +133,11 @@ class Strategy:
         """Stored bytes as this type serves them (only called when `transforms_reads`)."""
         return value
 
+    def to_storage(self, obj: dict[str, Any]) -> dict[str, Any]:
+        """The object as stored, the inverse of `on_read` (only called when `transforms_reads`);
+        may return `obj` itself."""
+        return obj
+
     def selectable_fields(self, obj: Mapping[str, Any]) -> dict[str, str]:
         meta = obj.get("metadata", {})
         fields = {"metadata.name": meta.get("name", "")}

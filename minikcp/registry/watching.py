@@ -100,15 +100,15 @@ class EventObjects:
             else None
         )
         shared = _Shared(new, old)
-        self._cache[(event.revision, event.key, rstore.rt.version)] = shared
+        self._cache[(event.revision, event.key, rstore.rt.api_version)] = shared
         if len(self._cache) > self._size:
             self._cache.popitem(last=False)
         return shared
 
     def convert(self, event: storage_types.Event, flt: _Filter) -> WatchEvent | None:
         """The event as a watch with this filter receives it (None: not for it); shared."""
-        # By version too: the versions of a custom resource share keys, each reads its own.
-        shared = self._cache.get((event.revision, event.key, flt.rstore.rt.version))
+        # By API version too: versions (and the two Event APIs) share keys, each reads its own.
+        shared = self._cache.get((event.revision, event.key, flt.rstore.rt.api_version))
         if shared is not None:
             found = shared.converted.get(flt, _MISSING)
             if found is not _MISSING:

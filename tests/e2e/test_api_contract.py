@@ -32,10 +32,15 @@ def _status(body: bytes) -> dict[str, object]:
     return status  # type: ignore[no-any-return]
 
 
+# Every namespace holds it (root-ca-cert-publisher's); the tests' own objects are the others.
+ROOT_CA = "kube-root-ca.crt"
+
+
 def _count(server: ServerProcess, cluster: str) -> int:
+    """The test's own ConfigMaps in `default`."""
     code, _, body = server.request("GET", _cm_path(cluster))
     assert code == 200
-    return len(orjson.loads(body)["items"])
+    return sum(1 for i in orjson.loads(body)["items"] if i["metadata"]["name"] != ROOT_CA)
 
 
 @pytest.mark.parametrize(
@@ -208,7 +213,12 @@ def test_list_resource_version_semantics(server: ServerProcess, cluster: str) ->
         "GET", _cm_path(cluster) + f"?resourceVersion={rv}&resourceVersionMatch=Exact"
     )
     assert code == 200
-    assert [i["metadata"]["name"] for i in orjson.loads(body)["items"]] == ["c0", "c1", "c2"]
+    assert [i["metadata"]["name"] for i in orjson.loads(body)["items"]] == [
+        "c0",
+        "c1",
+        "c2",
+        ROOT_CA,
+    ]
     code, _, body = server.request("GET", _cm_path(cluster) + "?resourceVersionMatch=Exact")
     assert code == 422 and _status(body)["reason"] == "Invalid"
     code, _, body = server.request(
@@ -241,7 +251,7 @@ def test_watch_initial_events_and_bookmark(server: ServerProcess, cluster: str) 
     events: list[dict[str, object]] = []
     with urllib.request.urlopen(req, context=server.ssl_context()) as resp:
         assert resp.headers["Content-Type"] == "application/json"
-        _read_events(resp, 3, events)
+        _read_events(resp, 4, events)
         writer = threading.Thread(
             target=lambda: server.request(
                 "PATCH",
@@ -251,15 +261,15 @@ def test_watch_initial_events_and_bookmark(server: ServerProcess, cluster: str) 
             )
         )
         writer.start()
-        _read_events(resp, 4, events)
+        _read_events(resp, 5, events)
         writer.join()
     kinds = [(e["type"], e["object"]["metadata"].get("name")) for e in events]  # type: ignore[index]
-    assert kinds[:2] == [("ADDED", "a"), ("ADDED", "b")]
-    assert kinds[2][0] == "BOOKMARK"
-    meta = events[2]["object"]["metadata"]  # type: ignore[index]
+    assert kinds[:3] == [("ADDED", "a"), ("ADDED", "b"), ("ADDED", ROOT_CA)]
+    assert kinds[3][0] == "BOOKMARK"
+    meta = events[3]["object"]["metadata"]  # type: ignore[index]
     assert meta["annotations"] == {"k8s.io/initial-events-end": "true"}
-    assert kinds[3] == ("MODIFIED", "a")
-    assert int(events[3]["object"]["metadata"]["resourceVersion"]) > int(  # type: ignore[index]
+    assert kinds[4] == ("MODIFIED", "a")
+    assert int(events[4]["object"]["metadata"]["resourceVersion"]) > int(  # type: ignore[index]
         meta["resourceVersion"]
     )
 
@@ -400,7 +410,7 @@ def test_list_without_a_positive_limit_is_whole(
     code, _, body = server.request("GET", _cm_path(cluster) + f"?limit={limit}")
     assert code == 200
     listing = orjson.loads(body)
-    assert [i["metadata"]["name"] for i in listing["items"]] == ["l1", "l2", "l3"]
+    assert [i["metadata"]["name"] for i in listing["items"]] == [ROOT_CA, "l1", "l2", "l3"]
     assert "continue" not in listing["metadata"]
 
 
@@ -412,7 +422,7 @@ def test_the_largest_limit_and_a_long_selector_are_served(
         server.request("POST", _cm_path(cluster), body, headers=JSON)
     code, _, body = server.request("GET", _cm_path(cluster) + "?limit=9223372036854775807")
     assert code == 200
-    assert [i["metadata"]["name"] for i in orjson.loads(body)["items"]] == ["q1", "q2"]
+    assert [i["metadata"]["name"] for i in orjson.loads(body)["items"]] == [ROOT_CA, "q1", "q2"]
     # A selector over 20 KiB: Go's server takes a request line up to 1 MiB.
     values = ",".join(f"value-{n}" for n in range(2000)) + ",q2"
     code, _, body = server.request("GET", _cm_path(cluster) + f"?labelSelector=app+in+({values})")

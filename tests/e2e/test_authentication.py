@@ -106,7 +106,9 @@ def test_bad_credentials_are_401(auth_server: ServerProcess, tmp_path: Path) -> 
     # health checks need no credentials at all, everything else does
     code, body = request(auth_server, "GET", f"/clusters/{cluster}/api")
     assert code == 401
-    assert as_admin(auth_server, cluster, "-n", "team", "get", "configmaps", "-o", "name") == ""
+    # Nothing was written: only the namespace's root CA ConfigMap is there.
+    listed = as_admin(auth_server, cluster, "-n", "team", "get", "configmaps", "-o", "name")
+    assert listed == "configmap/kube-root-ca.crt\n"
 
 
 def test_static_tokens(auth_server: ServerProcess) -> None:
@@ -214,7 +216,8 @@ def test_service_account_tokens_with_the_python_client(auth_server: ServerProces
         "team", client.V1ConfigMap(metadata=client.V1ObjectMeta(name="made-by-bot"))
     )
     assert [c.metadata.name for c in bot.list_namespaced_config_map("team").items] == [
-        "made-by-bot"
+        "kube-root-ca.crt",
+        "made-by-bot",
     ]
     # the ServiceAccount is in its own logical cluster, so it may enter it without a binding;
     # its RoleBinding covers namespace team only

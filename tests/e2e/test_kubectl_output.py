@@ -527,6 +527,8 @@ def test_watch_prints_header_once_then_rows(
         header = watch.next_line()
         assert header.split() == ["NAME", "DATA", "AGE"]
         assert watch.next_line().split()[:2] == ["first", "1"]
+        # Every namespace holds the root CA ConfigMap (root-ca-cert-publisher's).
+        assert watch.next_line().split()[:2] == ["kube-root-ca.crt", "1"]
         server.kubectl("create", "configmap", "second", "--from-literal=a=1", cluster=cluster)
         added = watch.next_line().split()
         assert added[:2] == ["second", "1"] and AGE.match(added[2])
@@ -547,6 +549,7 @@ def test_watch_output_watch_events(server: ServerProcess, cluster: str) -> None:
     ) as watch:
         assert watch.next_line().split() == ["EVENT", "NAME", "DATA", "AGE"]
         assert watch.next_line().split()[:3] == ["ADDED", "first", "0"]
+        assert watch.next_line().split()[:3] == ["ADDED", "kube-root-ca.crt", "1"]
         server.kubectl("label", "configmap", "first", "x=y", cluster=cluster)
         assert watch.next_line().split()[:3] == ["MODIFIED", "first", "0"]
         server.kubectl("delete", "configmap", "first", cluster=cluster)
@@ -565,7 +568,8 @@ def test_chunked_list_pages_through_continue_tokens(server: ServerProcess, clust
     assert all("continue=" in r for r in requests[1:])
     table = parse_table(result.stdout)
     assert table.header == ["NAME", "DATA", "AGE"]
-    assert table.column("NAME") == sorted(names)
+    # With the namespace's root CA ConfigMap, which the last page brings.
+    assert table.column("NAME") == [*sorted(names), "kube-root-ca.crt"]
     # The same list unpaged, straight from the server.
     listed = _stored(server, cluster, "/api/v1/namespaces/default/configmaps")
-    assert [i["metadata"]["name"] for i in listed["items"]] == sorted(names)
+    assert [i["metadata"]["name"] for i in listed["items"]] == [*sorted(names), "kube-root-ca.crt"]

@@ -47,7 +47,8 @@ def test_crud(core: client.CoreV1Api) -> None:
     patched = core.patch_namespaced_config_map("one", "default", {"data": {"c": "3"}})
     assert patched.data == {"a": "1", "b": "2", "c": "3"}
     listed = core.list_namespaced_config_map("default")
-    assert [i.metadata.name for i in listed.items] == ["one"]
+    # Every namespace holds the root CA ConfigMap, as root-ca-cert-publisher writes it.
+    assert [i.metadata.name for i in listed.items] == ["kube-root-ca.crt", "one"]
     status = core.delete_namespaced_config_map("one", "default")
     # The client returns the Status as a model or as a plain dict, depending on its version.
     as_dict = status if isinstance(status, dict) else status.to_dict()
@@ -77,7 +78,7 @@ def test_generate_name_and_paging(core: client.CoreV1Api) -> None:
         )
         assert page.metadata.resource_version == revision
         seen += [i.metadata.name for i in page.items]
-    assert sorted(seen) == sorted(names)
+    assert sorted(seen) == sorted(names | {"kube-root-ca.crt"})
 
 
 def test_watch_resumes_exactly_once(core: client.CoreV1Api) -> None:

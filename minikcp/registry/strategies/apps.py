@@ -38,6 +38,10 @@ class ScalableStrategy(strategy.Strategy):
     def set_replicas(obj: dict[str, Any], replicas: int) -> None:
         obj.setdefault("spec", {})["replicas"] = replicas
 
+    def replicas_field(self) -> tuple[str, ...]:
+        """Where the Scale's spec.replicas lives in the object (for its managedFields)."""
+        return ("spec", "replicas")
+
 
 class ReplicaSetStrategy(ScalableStrategy):
     extra_selectable_fields = frozenset({"status.replicas"})

@@ -7,6 +7,9 @@ import ipaddress
 from collections.abc import Mapping
 from typing import Any
 
+import orjson
+
+from minikcp.apis import event_versions
 from minikcp.machinery import names, propagation
 from minikcp.registry import strategy
 
@@ -185,6 +188,8 @@ def _fold_string_data(obj: dict[str, Any]) -> None:
 
 
 class EventStrategy(strategy.Strategy):
+    """core/v1 Events; events.k8s.io/v1 serves the same stored objects (EventsV1Strategy)."""
+
     garbage_collection_policy = propagation.UNSUPPORTED
     extra_selectable_fields = frozenset(
         {
@@ -202,22 +207,55 @@ class EventStrategy(strategy.Strategy):
         }
     )
 
+    def apply_defaults(self, obj: dict[str, Any]) -> None:
+        super().apply_defaults(obj)
+        event_versions.normalise_times(obj)
+
     def selectable_fields(self, obj: Mapping[str, Any]) -> dict[str, str]:
         fields = super().selectable_fields(obj)
-        # upstream: "source" selects source.component
-        fields["source"] = (obj.get("source") or {}).get("component", "")
+        # ToSelectableFields: "source" is source.component, else the reporting controller.
+        fields["source"] = (obj.get("source") or {}).get("component") or fields[
+            "reportingComponent"
+        ]
         return fields
 
 
 class EventsV1Strategy(strategy.Strategy):
+    """events.k8s.io/v1 Events: core/v1 Events as stored, converted on every read and write."""
+
     garbage_collection_policy = propagation.UNSUPPORTED
+    transforms_reads = True
+    # The labels AddFieldLabelConversionsForEvent accepts, as the events.k8s.io/v1 fields
+    # they name (upstream maps each to the core field set).
     extra_selectable_fields = frozenset(
         {
             "regarding.kind",
             "regarding.namespace",
             "regarding.name",
             "regarding.uid",
+            "regarding.apiVersion",
+            "regarding.resourceVersion",
+            "regarding.fieldPath",
             "reason",
+            "reportingController",
+            "source",
             "type",
         }
     )
+
+    def apply_defaults(self, obj: dict[str, Any]) -> None:
+        super().apply_defaults(obj)
+        event_versions.normalise_times(obj)
+
+    def on_read(self, value: bytes) -> bytes:
+        return orjson.dumps(event_versions.to_events(orjson.loads(value)))
+
+    def to_storage(self, obj: dict[str, Any]) -> dict[str, Any]:
+        return event_versions.to_core(obj)
+
+    def selectable_fields(self, obj: Mapping[str, Any]) -> dict[str, str]:
+        fields = super().selectable_fields(obj)
+        fields["source"] = (obj.get("deprecatedSource") or {}).get("component") or fields[
+            "reportingController"
+        ]
+        return fields

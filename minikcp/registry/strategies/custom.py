@@ -129,6 +129,13 @@ class CustomResourceStrategy(apps.ScalableStrategy):
             },
         }
 
+    def replicas_field(self) -> tuple[str, ...]:
+        if self._scale_paths is None:
+            raise errors.StatusError(
+                404, "NotFound", "the server could not find the requested resource"
+            )
+        return tuple(_path_parts(self._scale_paths[0]))
+
     def set_replicas(self, obj: dict[str, Any], replicas: int) -> None:  # type: ignore[override]
         assert self._scale_paths is not None
         parts = _path_parts(self._scale_paths[0])
