@@ -123,9 +123,6 @@ class Registry:
             )
             self._stores[rt] = found
             self.namespace_defaults.append(found)
-        self.admit(
-            "", "Pod", service_account_admission.ServiceAccountAdmission(self.service_accounts)
-        )
         # RBAC of every logical cluster over the shared bootstrap policy: the one authorizer.
         self.policy = rbac_policy.PolicyStore(self._rbac_store)
         # Admission plugins of every namespaced kind, in upstream's order: LimitRanger, then
@@ -142,6 +139,10 @@ class Registry:
         )
         self.admit_all(self.limit_ranges.hook_for)
         self.admit_all(self.quota.hook_for)
+        # Pods' own hook (it runs before the plugins above): ServiceAccount admission.
+        self.admit(
+            "", "Pod", service_account_admission.ServiceAccountAdmission(self.service_accounts)
+        )
 
     @classmethod
     async def open(
