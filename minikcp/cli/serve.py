@@ -18,9 +18,9 @@ from aiohttp import web
 
 from minikcp.auth import authn, pki, service_accounts, tls, token_file
 from minikcp.cli import kubeconfigs
+from minikcp.controllers import api_bindings, api_exports, rbac_aggregation
 from minikcp.controllers import crds as crd_controller
 from minikcp.controllers import namespaces as namespace_controller
-from minikcp.controllers import rbac_aggregation
 from minikcp.controllers import workspaces as workspace_controller
 from minikcp.machinery import rbac, users
 from minikcp.registry import registry, token_requests
@@ -28,6 +28,7 @@ from minikcp.server import app as server_app
 from minikcp.simulator import simulator as workload_simulator
 from minikcp.syncer import syncer as workload_syncer
 from minikcp.syncer import target as sync_target
+from minikcp.tenancy import api_bindings as api_binding_admission
 from minikcp.tenancy import workspaces
 from storage import errors as storage_errors
 from storage import hub as storage_hub
@@ -188,6 +189,20 @@ async def serve(options: ServeOptions) -> None:
                 rbac_aggregation.ClusterRoleAggregation(reg).run(), name="rbac-aggregation"
             )
             background.append(aggregation_task)
+            # APIs as a service: export identities and endpoint slices, bindings and their
+            # admission (the `bind` verb on the export).
+            api_binding_admission.install(reg, resolver)
+            background.append(
+                tasks.create_task(
+                    api_exports.APIExportController(reg, resolver, base_url).run(),
+                    name="apiexports",
+                )
+            )
+            background.append(
+                tasks.create_task(
+                    api_bindings.APIBindingController(reg, resolver).run(), name="apibindings"
+                )
+            )
             application = server_app.build_app(
                 reg,
                 authenticator,

@@ -14,6 +14,7 @@ from minikcp.apis import catalog
 from minikcp.machinery import errors, list_options, rbac
 from minikcp.registry import (
     admission,
+    bound_apis,
     custom_catalogs,
     keys,
     namespaces,
@@ -91,7 +92,20 @@ class Registry:
             "apiextensions.k8s.io", "v1", "customresourcedefinitions"
         )
         assert crd_type is not None
-        self.crds = custom_catalogs.CustomCatalogs(crd_type, self.catalog)
+        # APIBindings and APIResourceSchemas, indexed for the catalogs of binding clusters.
+        binding_type = self.catalog.by_resource("apis.kcp.io", "v1alpha1", "apibindings")
+        schema_type = self.catalog.by_resource("apis.kcp.io", "v1alpha1", "apiresourceschemas")
+        assert binding_type is not None and schema_type is not None
+        self.bound_apis = bound_apis.BoundAPIs(binding_type, schema_type)
+        for rt in (binding_type, schema_type):
+            self._stores[rt] = bound_apis.ObservedStore(
+                rt,
+                strategies.strategy_for(rt),
+                storage,
+                namespace_check=self.namespaces.check_writable,
+                index=self.bound_apis,
+            )
+        self.crds = custom_catalogs.CustomCatalogs(crd_type, self.catalog, self.bound_apis)
         self._stores[crd_type] = custom_catalogs.CrdStore(
             crd_type,
             strategies.strategy_for(crd_type),
@@ -121,6 +135,7 @@ class Registry:
             created = orjson.loads(item.value)["created"]
         reg = cls(storage, hub, bootstrap_time=created, **kwargs)  # type: ignore[arg-type]
         await reg.crds.load(storage)  # one range read of the CRDs, however many clusters
+        await reg.bound_apis.load(storage)  # and of the APIBindings and APIResourceSchemas
         return reg
 
     async def run(self) -> None:
@@ -129,10 +144,11 @@ class Registry:
             tasks.create_task(self.namespaces.run(self.hub), name="namespace-cache")
             tasks.create_task(self.policy.run(self.hub), name="rbac-cache")
             tasks.create_task(self.crds.run(self.storage, self.hub), name="crd-catalogs")
+            tasks.create_task(self.bound_apis.run(self.storage, self.hub), name="bound-apis")
 
     def catalog_for(self, cluster: str) -> catalog.Catalog:
-        """The kinds served in a logical cluster: the built-ins plus its established CRDs'
-        (`*`: every custom resource served in some cluster, for lists and watches)."""
+        """The kinds served in a logical cluster: the built-ins plus its established CRDs' and
+        its APIBindings' (`*`: every CRD kind served in some cluster, for lists and watches)."""
         return self.crds.catalog_for(cluster)
 
     # -- whole-resource access for controllers and tenancy ---------------------------------------
