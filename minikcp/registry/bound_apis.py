@@ -59,6 +59,7 @@ class BoundAPIs:
         self.schema_type = schema_type
         self._binding_prefix = keys.resource_prefix(binding_type)
         self._schema_prefix = keys.resource_prefix(schema_type)
+        self._group_prefix = f"/registry/{binding_type.group}/"
         self._bindings: dict[str, dict[str, _Binding]] = {}  # cluster -> binding name -> bound
         self._served: dict[str, tuple[BoundResource, ...]] = {}  # cluster -> union, sorted
         self._schemas: dict[tuple[str, str], tuple[int, Mapping[str, Any]]] = {}
@@ -204,34 +205,26 @@ class BoundAPIs:
             self.changed.set()
 
     async def run(self, storage: storage_interface.Storage, hub: storage_hub.WatchHub) -> None:
-        """Follows bindings and schemas through the hub for the server's lifetime."""
+        """Follows bindings and schemas through the hub for the server's lifetime (one watch
+        of the group's prefix; exports and endpoint slices are passed over)."""
         after = self._loaded_revision
-        prefixes = (self._schema_prefix, self._binding_prefix)
         while True:
-            watchers = []
             try:
-                watchers = [hub.watch(prefix, after=after) for prefix in prefixes]
+                watcher = hub.watch(self._group_prefix, after=after)
             except storage_errors.Compacted:
-                for watcher in watchers:
-                    watcher.close()
                 after = await self._reload(storage)
                 continue
             try:
-                async with asyncio.TaskGroup() as tasks:
-                    for watcher in watchers:
-                        tasks.create_task(self._follow(watcher))
-            except* (storage_errors.WatcherClosed, storage_errors.Compacted):
+                async for event in watcher:
+                    value = event.value if event.type is storage_types.EventType.PUT else None
+                    self.apply(event.key, value, event.revision)
+                    after = event.revision
+            except (storage_errors.WatcherClosed, storage_errors.Compacted):
                 pass
             finally:
-                for watcher in watchers:
-                    watcher.close()
+                watcher.close()
             await asyncio.sleep(0.1)
             after = await self._reload(storage)  # cut off: what we missed is only in storage
-
-    async def _follow(self, watcher: storage_hub.Watcher) -> None:
-        async for event in watcher:
-            value = event.value if event.type is storage_types.EventType.PUT else None
-            self.apply(event.key, value, event.revision)
 
     async def _reload(self, storage: storage_interface.Storage) -> int:
         self._bindings.clear()
