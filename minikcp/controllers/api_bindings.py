@@ -11,7 +11,9 @@ Ready mirrors InitialBindingCompleted. A binding that cannot bind everything bin
 
 The catalog of the workspace follows the status (`registry/bound_apis.py`). Deleting a binding
 deletes the objects of its resources in its workspace (one storage prefix per resource, keyed by
-the export's identity), then the finalizer goes and with the binding the kinds.
+the export's identity; objects held by finalizers through the normal delete, reported as
+BindingResourceDeleteSuccess False SomeFinalizersRemain and looked at again every 5 s), then
+the finalizer goes and with the binding the kinds.
 
 Keys on the shared work queue are (cluster, binding name), turns per logical cluster. Bindings
 are followed through the hub; a change of an export, of a schema in the export's cluster, of a
@@ -41,6 +43,7 @@ logger = logging.getLogger(__name__)
 _WORKERS = 8
 _OPTS = WriteOptions(field_manager="minikcp-apibindings")
 _RETRY_UNRESOLVED = 5.0
+_DELETION_RECHECK = 5.0  # kcp's DeletionRecheckEstimateSeconds
 Key = tuple[str, str]  # (cluster, binding name)
 
 _V = api_exports
@@ -228,8 +231,7 @@ class APIBindingController:
             self._forget((cluster, name))
             return 0
         if found.metadata.get("deletionTimestamp"):
-            await self._unbind(ctx, found)
-            return 0
+            return await self._unbind(ctx, found)
         binding = found.view()
         status = binding.get("status") or {}
         if not status.get("phase"):
@@ -410,24 +412,38 @@ class APIBindingController:
 
     # -- unbinding ------------------------------------------------------------------------
 
-    async def _unbind(self, ctx: RequestContext, binding: StoredObject) -> None:
-        """kcp's apibindingdeletion: the bound objects of the workspace go, then the finalizer."""
+    async def _unbind(self, ctx: RequestContext, binding: StoredObject) -> float:
+        """kcp's apibindingdeletion: the bound objects of the workspace go (through the normal
+        delete, so their finalizers hold them; a resource without any by one prefix deletion),
+        then the finalizer. Returns when to look again while finalizers hold objects."""
         name = str(binding.metadata.get("name") or "")
         self._forget((ctx.cluster, name))
         if _V.BINDING_FINALIZER not in (binding.metadata.get("finalizers") or ()):
-            return
-        prefixes = []
-        for bound in (binding.view().get("status") or {}).get("boundResources") or ():
+            return 0
+        status = binding.view().get("status") or {}
+        prefixes: list[str] = []
+        remaining: dict[str, int] = {}
+        for bound in status.get("boundResources") or ():
+            schema = bound.get("schema") or {}
             resource = bound_apis.BoundResource(
                 str(bound.get("group") or ""),
                 str(bound.get("resource") or ""),
-                "",
-                "",
-                str((bound.get("schema") or {}).get("identityHash") or ""),
+                str(status.get("apiExportClusterName") or ""),
+                str(schema.get("name") or ""),
+                str(schema.get("identityHash") or ""),
             )
-            if resource.identity:
+            if not resource.identity:
+                continue
+            served = self._index.served(resource)
+            if served is None or not await self._delete_held(ctx, served.types[0], remaining):
                 prefixes.append(bound_apis.objects_prefix(resource, ctx.cluster))
         await self._registry.delete_prefixes(prefixes)
+        if remaining:
+            held = ", ".join(sorted(f"{f} in {n} resource instances" for f, n in remaining.items()))
+            message = f"Some content in the workspace has finalizers remaining: {held}"
+            reason = "SomeFinalizersRemain"
+            await self._write(ctx, name, {}, [_failed(_V.RESOURCE_DELETE_SUCCESS, reason, message)])
+            return _DELETION_RECHECK
         await self._write(ctx, name, {}, [conds.true(_V.RESOURCE_DELETE_SUCCESS)])
 
         def mutate(current: dict[str, Any] | None) -> dict[str, Any]:
@@ -444,6 +460,29 @@ class APIBindingController:
         except errors.StatusError as exc:
             if exc.code != 404:
                 raise
+        return 0
+
+    async def _delete_held(
+        self, ctx: RequestContext, rt: catalog.ResourceType, remaining: dict[str, int]
+    ) -> bool:
+        """Deletes a bound resource's objects one by one when finalizers hold any of them
+        (counted into `remaining`); False when none is held (a prefix deletion will do)."""
+        stored, _ = await self._registry.scan(rt, ctx.cluster)
+        objects = [(key, orjson.loads(value)) for key, value in stored]
+        if not any((obj.get("metadata") or {}).get("finalizers") for _, obj in objects):
+            return False
+        objects_store = self._registry.store(rt)
+        for key, obj in objects:
+            meta = obj.get("metadata") or {}
+            for finalizer in meta.get("finalizers") or ():
+                remaining[finalizer] = remaining.get(finalizer, 0) + 1
+            if not meta.get("deletionTimestamp"):
+                try:
+                    await objects_store.delete(ctx, key.namespace, key.name, {}, _OPTS)
+                except errors.StatusError as exc:
+                    if exc.code != 404:
+                        raise
+        return True
 
 
 def _needs_work(value: bytes, prev_value: bytes | None) -> bool:

@@ -240,6 +240,42 @@ def test_unbinding_removes_the_kind_and_its_objects(server: ServerProcess, provi
     m.bind(server, consumer, provider)
     assert "No resources found" in server.kubectl("get", "widgets", cluster=consumer).stderr
 
+    # A finalizer holds its object, and the object the binding.
+    held = json.loads(_widget("held"))
+    held["metadata"]["finalizers"] = ["example.kcp.io/keep"]
+    server.kubectl("apply", "-f", "-", cluster=consumer, input=json.dumps(held))
+    server.kubectl("apply", "-f", "-", cluster=consumer, input=_widget("free"))
+    server.kubectl("delete", "apibinding", "example", "--wait=false", cluster=consumer)
+
+    def waiting() -> dict[str, Any] | None:
+        found = m.get(server, consumer, "apibinding", "example")
+        cond = m.condition(found, "BindingResourceDeleteSuccess")
+        return cond if cond.get("reason") == "SomeFinalizersRemain" else None
+
+    cond = eventually(waiting, what="SomeFinalizersRemain")
+    assert cond["message"] == (
+        "Some content in the workspace has finalizers remaining: "
+        "example.kcp.io/keep in 1 resource instances"
+    )
+    names = server.kubectl("get", "widgets", "-o", "name", cluster=consumer).stdout.split()
+    assert names == ["widget.example.kcp.io/held"]
+    server.kubectl(
+        "patch",
+        "widget",
+        "held",
+        "--type=merge",
+        "-p",
+        '{"metadata":{"finalizers":null}}',
+        cluster=consumer,
+    )
+    eventually(
+        lambda: (
+            server.kubectl("get", "apibinding", "example", cluster=consumer, check=False).returncode
+            != 0
+        ),
+        what="the binding gone once nothing holds it",
+    )
+
 
 def test_conflicts_with_crds_and_other_bindings(server: ServerProcess, provider: str) -> None:
     # A CRD first: the binding reports the conflict and serves nothing of the export.
