@@ -183,6 +183,31 @@ def test_consumers_bind_and_use_widgets(server: ServerProcess, provider: str) ->
     )
     assert sorted(i["metadata"]["name"] for i in listed["items"]) == ["w1", "w3"]
 
+    seen: list[tuple[str, str]] = []
+    since = listed["metadata"]["resourceVersion"]
+
+    def watch_widgets() -> None:
+        stream = watch.Watch()
+        for event in stream.stream(
+            objects.list_namespaced_custom_object,
+            m.GROUP,
+            "v1",
+            "default",
+            "widgets",
+            resource_version=since,
+            timeout_seconds=20,
+        ):
+            seen.append((event["type"], event["object"]["metadata"]["name"]))
+            if event["type"] == "DELETED":
+                stream.stop()
+
+    watcher = threading.Thread(target=watch_widgets)
+    watcher.start()
+    server.kubectl("apply", "-f", "-", cluster=c1, input=_widget("w4"))
+    server.kubectl("delete", "widget", "w4", cluster=c1)
+    watcher.join(25)
+    assert seen == [("ADDED", "w4"), ("DELETED", "w4")]
+
     # c2 binds the same export and sees none of c1's widgets; c1 none of c2's.
     m.bind(server, c2, provider)
     assert "No resources found" in server.kubectl("get", "widgets", cluster=c2).stderr
