@@ -9,6 +9,7 @@ import hashlib
 import json
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,6 +19,7 @@ from tests import server_process
 from tests.e2e import api_export_manifests as m
 from tests.e2e.polling import eventually
 from tests.e2e.tenants import tenant
+from tests.e2e.workspace_helpers import WorkspaceShell
 from tests.server_process import ServerProcess
 
 pytestmark = pytest.mark.e2e
@@ -504,3 +506,54 @@ def test_bad_input(server: ServerProcess, provider: str) -> None:
     )
     assert 'The APIBinding "empty" is invalid' in result.stderr
     assert "spec.reference: Required value" in result.stderr
+
+
+def test_kubectl_kcp_bind(server: ServerProcess, provider: str, tmp_path: Path) -> None:
+    m.workspace(server, "plugged")
+    shell = WorkspaceShell.fresh(server, tmp_path / "home")
+    shell.kubectl("ws", "root:plugged")
+    done = shell.kubectl(
+        "kcp",
+        "bind",
+        "apiexport",
+        f"{provider}:{m.EXPORT}",
+        "--accept-permission-claim",
+        "configmaps.core",
+    )
+    assert done.stdout == (
+        f"apibinding {m.EXPORT} created. Waiting to successfully bind ...\n"
+        f"{m.EXPORT} created and bound.\n"
+    )
+    found = m.get(server, "root:plugged", "apibinding", m.EXPORT)
+    assert found["spec"]["reference"] == {"export": {"path": provider, "name": m.EXPORT}}
+    assert found["spec"]["permissionClaims"] == [
+        {"group": "", "resource": "configmaps", "all": True, "state": "Accepted"}
+    ]
+    # The export claims nothing: the accepted claim is reported, not applied.
+    valid = m.condition(found, "PermissionClaimsValid")
+    assert (valid["status"], valid["reason"]) == ("False", "InvalidPermissionClaims")
+    assert valid["message"] == (
+        "1 unexpected and/or invalid permission claims (showing first 1): configmaps"
+    )
+    assert "No resources found" in shell.kubectl("get", "widgets").stderr
+
+    def fails(*args: str) -> str:
+        result = shell.kubectl("kcp", "bind", "apiexport", *args, check=False)
+        assert result.returncode == 1, result.stdout
+        return result.stderr
+
+    assert fails() == (
+        "Error: `root:ws:apiexport_object` reference to bind is required as an argument\n"
+    )
+    assert "fully qualified reference to workspace where APIExport exists is required" in fails(
+        m.EXPORT
+    )
+    assert fails(f"{provider}:{m.EXPORT}") == (
+        f'Error: failed to create APIBinding: apibindings.apis.kcp.io "{m.EXPORT}" already exists\n'
+    )
+    slow = shell.kubectl(
+        "kcp", "bind", "apiexport", f"{provider}:missing.kcp.io", "--timeout", "1s", check=False
+    )
+    assert slow.returncode == 1
+    assert slow.stdout == "apibinding missing.kcp.io created. Waiting to successfully bind ...\n"
+    assert slow.stderr == "Error: could not bind missing.kcp.io: context deadline exceeded\n"
