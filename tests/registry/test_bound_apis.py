@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from minikcp.apis import catalog
-from minikcp.controllers import api_bindings, api_exports
+from minikcp.controllers import api_bindings, api_exports, crds
 from minikcp.machinery import errors, list_options
 from minikcp.registry import keys, registry
 from minikcp.registry.objects import RequestContext, WriteOptions
@@ -29,6 +29,7 @@ async def _controllers(reg: registry.Registry) -> None:
         tasks.create_task(reg.run())
         tasks.create_task(api_exports.APIExportController(reg, resolver, "https://h:1").run())
         tasks.create_task(api_bindings.APIBindingController(reg, resolver).run())
+        tasks.create_task(crds.CrdController(reg).run())
 
 
 @pytest.fixture
@@ -141,3 +142,56 @@ async def test_a_bound_resource_is_no_crds_to_take(reg: registry.Registry) -> No
     assert (refused.value.code, refused.value.reason) == (403, "Forbidden")
     # Elsewhere the same CRD is fine.
     await reg.store(crd_type).create(RequestContext(cluster="c2"), "", dict(crd), OPTS)
+
+
+async def test_bindings_survive_a_restart(tmp_path: Path) -> None:
+    async with in_process.open_registry(tmp_path, _controllers) as reg:
+        identity = await _provider(reg, "prov")
+        await _bind(reg, "c1", "prov")
+    async with in_process.open_registry(tmp_path) as reopened:
+        rt = _widgets(reopened, "c1")
+        assert rt.custom is not None and rt.custom.identity == identity
+        assert reopened.catalog_for("c2") is reopened.catalog
+
+
+async def test_names_taken_by_a_crd_are_a_naming_conflict(reg: registry.Registry) -> None:
+    await _provider(reg, "prov")
+    ctx = RequestContext(cluster="c1")
+    crd = {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"gadgets.{m.GROUP}"},
+        "spec": {
+            "group": m.GROUP,
+            "names": {"kind": "Widget", "plural": "gadgets"},
+            "scope": "Namespaced",
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {"openAPIV3Schema": {"type": "object"}},
+                }
+            ],
+        },
+    }
+    await reg.store(reg.crds.crd_type).create(ctx, "", crd, OPTS)
+    await in_process.until(lambda: reg.catalog_for("c1") is not reg.catalog, timeout=5)
+    bindings = _store(reg, "apibindings")
+    await bindings.create(ctx, "", m.binding("prov"), OPTS)
+
+    async def ready() -> dict[str, Any]:
+        found = await bindings.get(ctx, "", "example")
+        for cond in found.view().get("status", {}).get("conditions", ()):
+            if cond["type"] == "Ready" and cond.get("reason") == "NamingConflicts":
+                return dict(cond)
+        return {}
+
+    async with asyncio.timeout(5):
+        while not (cond := await ready()):
+            await asyncio.sleep(0.01)
+    assert cond["message"] == (
+        "Unable to bind APIs: naming conflict with CustomResourceDefinition "
+        '"gadgets.example.kcp.io": spec.names.singular=widget is forbidden'
+    )
+    assert not reg.bound_apis.served_in("c1")
