@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from minikcp.apis import crds, validation_crd
+from minikcp.apis import kcp_conditions as conds
 from minikcp.machinery import errors, names
 
 Obj = Mapping[str, Any]
@@ -181,3 +182,76 @@ def names_conflict(taken: Obj, group: str, incoming: Obj) -> str:
     if wanted.get("listKind") in kinds:
         return f"spec.names.listKind={wanted.get('listKind')} is forbidden"
     return ""
+
+
+# -- APIBinding status ------------------------------------------------------------------------
+
+
+def bound_resources(
+    binding: Mapping[str, Any], schemas: list[Mapping[str, Any]], identity: str
+) -> list[dict[str, Any]]:
+    """status.boundResources: one per schema, storage versions merged with earlier ones."""
+    previous = {
+        (b.get("group"), b.get("resource")): b.get("storageVersions") or []
+        for b in (binding.get("status") or {}).get("boundResources") or ()
+        if isinstance(b, Mapping)
+    }
+    out = []
+    for schema in schemas:
+        group, resource = group_and_plural(schema)
+        versions = set(previous.get((group, resource), ()))
+        for version in (schema.get("spec") or {}).get("versions") or ():
+            if isinstance(version, Mapping) and version.get("storage"):
+                versions.add(str(version.get("name")))
+        meta = schema.get("metadata") or {}
+        out.append(
+            {
+                "group": group,
+                "resource": resource,
+                "schema": {
+                    "name": meta.get("name"),
+                    "UID": meta.get("uid"),
+                    "identityHash": identity,
+                },
+                "storageVersions": sorted(versions),
+            }
+        )
+    return out
+
+
+def claim_conditions(
+    binding: Mapping[str, Any], claims: Any
+) -> tuple[list[conds.Condition], list[dict[str, Any]]]:
+    """kcp's permission claim conditions (every accepted claim must be one the export makes)
+    and `status.appliedPermissionClaims`, the accepted claims the export makes."""
+
+    def key(claim: Mapping[str, Any]) -> tuple[str, str, str]:
+        group, resource = str(claim.get("group") or ""), str(claim.get("resource") or "")
+        return resource, group, str(claim.get("identityHash") or "")
+
+    offered = {key(c) for c in claims or () if isinstance(c, Mapping)}
+    accepted = sorted(
+        (
+            c
+            for c in (binding.get("spec") or {}).get("permissionClaims") or ()
+            if isinstance(c, Mapping) and c.get("state") == "Accepted"
+        ),
+        key=key,
+    )
+    applied = [{k: v for k, v in c.items() if k != "state"} for c in accepted if key(c) in offered]
+    unexpected = [
+        f'unexpected/invalid claim for {resource}.{group} (identity "{identity}")'
+        for resource, group, identity in (key(c) for c in accepted if key(c) not in offered)
+    ]
+    if not unexpected:
+        valid = conds.true(PERMISSION_CLAIMS_VALID)
+        return [valid, conds.true(PERMISSION_CLAIMS_APPLIED)], applied
+    shown = unexpected[:10]
+    # utilerrors.NewAggregate: one error as it is, several as [a, b].
+    text = shown[0] if len(shown) == 1 else f"[{', '.join(shown)}]"
+    message = (
+        f"{len(unexpected)} unexpected and/or invalid permission claims "
+        f"(showing first {len(shown)}): {text}"
+    )
+    invalid = conds.false(PERMISSION_CLAIMS_VALID, INVALID_CLAIMS, conds.ERROR, message)
+    return [invalid, conds.true(PERMISSION_CLAIMS_APPLIED)], applied

@@ -293,7 +293,8 @@ class APIBindingController:
                 await self._write(ctx, name, updates, [failed])
                 return 0
             schemas.append(schema)
-        claim_conditions = _claim_conditions(binding, claims)
+        claim_conditions, applied = _V.claim_conditions(binding, claims)
+        updates["appliedPermissionClaims"] = applied or None
         conflict = self._conflict(ctx.cluster, name, schemas)
         if conflict:
             wanted = [conds.true(_V.EXPORT_VALID), *claim_conditions]
@@ -303,7 +304,7 @@ class APIBindingController:
                 wanted.append(failed)
             await self._write(ctx, name, updates, wanted)
             return 0
-        updates["boundResources"] = _bound_resources(binding, schemas, identity)
+        updates["boundResources"] = _V.bound_resources(binding, schemas, identity)
         updates["phase"] = _V.BOUND
         wanted = [
             conds.true(_V.EXPORT_VALID),
@@ -505,64 +506,3 @@ def _crd_group_resource(crd: Mapping[str, Any]) -> tuple[str, str]:
     spec = crd.get("spec") or {}
     names = spec.get("names") or {}
     return str(spec.get("group") or ""), str(names.get("plural") or "")
-
-
-def _bound_resources(
-    binding: Mapping[str, Any], schemas: list[Mapping[str, Any]], identity: str
-) -> list[dict[str, Any]]:
-    """status.boundResources: one per schema, storage versions merged with earlier ones."""
-    previous = {
-        (b.get("group"), b.get("resource")): b.get("storageVersions") or []
-        for b in (binding.get("status") or {}).get("boundResources") or ()
-        if isinstance(b, Mapping)
-    }
-    out = []
-    for schema in schemas:
-        group, resource = _V.group_and_plural(schema)
-        versions = set(previous.get((group, resource), ()))
-        for version in (schema.get("spec") or {}).get("versions") or ():
-            if isinstance(version, Mapping) and version.get("storage"):
-                versions.add(str(version.get("name")))
-        meta = schema.get("metadata") or {}
-        out.append(
-            {
-                "group": group,
-                "resource": resource,
-                "schema": {
-                    "name": meta.get("name"),
-                    "UID": meta.get("uid"),
-                    "identityHash": identity,
-                },
-                "storageVersions": sorted(versions),
-            }
-        )
-    return out
-
-
-def _claim_conditions(binding: Mapping[str, Any], claims: Any) -> list[conds.Condition]:
-    """kcp's permission claim conditions: every accepted claim must be one the export makes."""
-    offered = [c for c in claims or () if isinstance(c, Mapping)]
-    accepted = [
-        c
-        for c in (binding.get("spec") or {}).get("permissionClaims") or ()
-        if isinstance(c, Mapping) and c.get("state") == "Accepted"
-    ]
-    unexpected = []
-    for claim in accepted:
-        key = (claim.get("group") or "", claim.get("resource"), claim.get("identityHash") or "")
-        if not any(
-            (c.get("group") or "", c.get("resource"), c.get("identityHash") or "") == key
-            for c in offered
-        ):
-            unexpected.append(_V.group_resource(str(key[0]), str(key[1])))
-    if unexpected:
-        shown = unexpected[:5]
-        message = (
-            f"{len(unexpected)} unexpected and/or invalid permission claims "
-            f"(showing first {len(shown)}): {', '.join(shown)}"
-        )
-        return [
-            _failed(_V.PERMISSION_CLAIMS_VALID, _V.INVALID_CLAIMS, message),
-            conds.true(_V.PERMISSION_CLAIMS_APPLIED),
-        ]
-    return [conds.true(_V.PERMISSION_CLAIMS_VALID), conds.true(_V.PERMISSION_CLAIMS_APPLIED)]

@@ -160,3 +160,89 @@ def test_conditions_keep_their_time_while_their_state_stays() -> None:
     ]
     assert second[0]["reason"] == "Why" and second[0]["message"] == "m"
     assert conds.summary({}, "A") == conds.Condition("Ready", "Unknown")
+
+
+def _claim(resource: str, group: str = "", state: str = "") -> dict[str, Any]:
+    claim: dict[str, Any] = {"group": group, "resource": resource, "all": True}
+    if state:
+        claim["state"] = state
+    return claim
+
+
+@pytest.mark.parametrize(
+    ("offered", "accepted", "valid", "applied"),
+    [
+        ([], [], ("True", ""), []),
+        (
+            [_claim("configmaps")],
+            [_claim("configmaps", state="Accepted")],
+            ("True", ""),
+            [_claim("configmaps")],
+        ),
+        ([_claim("configmaps")], [_claim("configmaps", state="Rejected")], ("True", ""), []),
+        (
+            [],
+            [_claim("configmaps", state="Accepted")],
+            (
+                "False",
+                (
+                    "1 unexpected and/or invalid permission claims (showing first 1): "
+                    'unexpected/invalid claim for configmaps. (identity "")'
+                ),
+            ),
+            [],
+        ),
+        (
+            [_claim("secrets")],
+            [
+                _claim("secrets", state="Accepted"),
+                _claim("widgets", "example.kcp.io", "Accepted"),
+                _claim("configmaps", state="Accepted"),
+            ],
+            (
+                "False",
+                (
+                    "2 unexpected and/or invalid permission claims (showing first 2): "
+                    '[unexpected/invalid claim for configmaps. (identity ""), '
+                    'unexpected/invalid claim for widgets.example.kcp.io (identity "")]'
+                ),
+            ),
+            [_claim("secrets")],
+        ),
+    ],
+)
+def test_permission_claims(
+    offered: list[dict[str, Any]],
+    accepted: list[dict[str, Any]],
+    valid: tuple[str, str],
+    applied: list[dict[str, Any]],
+) -> None:
+    binding = {"spec": {"permissionClaims": accepted}}
+    conditions, found = api_exports.claim_conditions(binding, offered)
+    by_type = {c.type: c for c in conditions}
+    assert (
+        by_type["PermissionClaimsValid"].status,
+        by_type["PermissionClaimsValid"].message,
+    ) == valid
+    assert by_type["PermissionClaimsApplied"].status == "True"
+    assert found == applied
+
+
+def test_bound_resources_keep_earlier_storage_versions() -> None:
+    widgets = schema()
+    widgets["metadata"]["uid"] = "u1"
+    earlier = {
+        "status": {
+            "boundResources": [
+                {"group": "example.kcp.io", "resource": "widgets", "storageVersions": ["v0"]}
+            ]
+        }
+    }
+    assert api_exports.bound_resources(earlier, [widgets], "abc") == [
+        {
+            "group": "example.kcp.io",
+            "resource": "widgets",
+            "schema": {"name": "v1.widgets.example.kcp.io", "UID": "u1", "identityHash": "abc"},
+            "storageVersions": ["v0", "v1"],
+        }
+    ]

@@ -533,7 +533,8 @@ def test_kubectl_kcp_bind(server: ServerProcess, provider: str, tmp_path: Path) 
     valid = m.condition(found, "PermissionClaimsValid")
     assert (valid["status"], valid["reason"]) == ("False", "InvalidPermissionClaims")
     assert valid["message"] == (
-        "1 unexpected and/or invalid permission claims (showing first 1): configmaps"
+        "1 unexpected and/or invalid permission claims (showing first 1): "
+        'unexpected/invalid claim for configmaps. (identity "")'
     )
     assert "No resources found" in shell.kubectl("get", "widgets").stderr
 
