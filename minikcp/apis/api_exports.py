@@ -31,6 +31,11 @@ ENDPOINT_SLICES = "apiexportendpointslices"
 IDENTITY_NAMESPACE = "kcp-system"  # kcp's default --apiexport-identity-secret-namespace
 IDENTITY_KEY = "key"  # SecretKeyAPIExportIdentity
 BINDING_FINALIZER = "apis.kcp.io/apibinding-finalizer"
+# Where the schemas of bound resources are kept, as kcp keeps bound CRDs.
+BOUND_SCHEMAS_CLUSTER = "system:bound-crds"
+SCHEMA_CLUSTER_ANNOTATION = "apis.kcp.io/schema-cluster"
+SCHEMA_NAME_ANNOTATION = "apis.kcp.io/schema-name"
+_BOUND_PREFIX = "u"  # a name prefix must start with a letter; a uid may not
 SKIP_ENDPOINT_SLICE = "apiexports.apis.kcp.io/skip-endpointslice"
 
 # APIBinding conditions and reasons (apis/v1alpha1/types_apibinding.go).
@@ -120,6 +125,32 @@ def field_error_list(causes: Sequence[errors.Cause]) -> str:
 
 
 # -- bound kinds ------------------------------------------------------------------------------
+
+
+def bound_copy(schema: Obj, schema_cluster: str) -> dict[str, Any]:
+    """The copy of a schema kept in system:bound-crds once bound: named by the original's uid,
+    so consumers keep their kinds when the provider deletes the original."""
+    meta = _map(schema.get("metadata"))
+    group, plural = group_and_plural(schema)
+    name = f"{_BOUND_PREFIX}{meta.get('uid')}.{plural}.{group or 'core'}"
+    annotations = {
+        SCHEMA_CLUSTER_ANNOTATION: schema_cluster,
+        SCHEMA_NAME_ANNOTATION: meta.get("name"),
+    }
+    return {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "APIResourceSchema",
+        "metadata": {"name": name, "annotations": annotations},
+        "spec": schema.get("spec"),
+    }
+
+
+def original_uid(cluster: str, schema: Obj) -> str:
+    """The uid of the schema a stored one stands for: its own, or a bound copy's original."""
+    meta = _map(schema.get("metadata"))
+    if cluster == BOUND_SCHEMAS_CLUSTER:
+        return str(meta.get("name") or "").split(".", 1)[0][len(_BOUND_PREFIX) :]
+    return str(meta.get("uid") or "")
 
 
 def bound_types(schema: Obj, identity: str) -> crds.ServedTypes:

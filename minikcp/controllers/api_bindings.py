@@ -69,6 +69,7 @@ class APIBindingController:
         self._bindings = reg.store(_rt(reg, _V.GROUP, _V.BINDINGS))
         self._exports = reg.store(_rt(reg, _V.GROUP, _V.EXPORTS))
         self._schema_rt = _rt(reg, _V.GROUP, _V.SCHEMAS)
+        self._schemas = reg.store(self._schema_rt)
         self._workers = workers
         self._queue: WorkQueue[Key] = WorkQueue(lambda key: key[0], base_delay=0.05)
         # (export cluster, export name) -> bindings that reference it; and back.
@@ -304,6 +305,8 @@ class APIBindingController:
                 wanted.append(failed)
             await self._write(ctx, name, updates, wanted)
             return 0
+        for schema in schemas:
+            await self._keep_schema(schema, export_cluster)
         updates["boundResources"] = _V.bound_resources(binding, schemas, identity)
         updates["phase"] = _V.BOUND
         wanted = [
@@ -315,6 +318,18 @@ class APIBindingController:
         await self._write(ctx, name, updates, wanted)
         self._set_unbound(key, False)
         return 0
+
+    async def _keep_schema(self, schema: Mapping[str, Any], export_cluster: str) -> None:
+        """The schema's copy in system:bound-crds, made once, before anything is bound to it."""
+        uid = str((schema.get("metadata") or {}).get("uid") or "")
+        if self._index.has_copy(uid):
+            return
+        ctx = RequestContext(cluster=_V.BOUND_SCHEMAS_CLUSTER)
+        try:
+            await self._schemas.create(ctx, "", _V.bound_copy(schema, export_cluster), _OPTS)
+        except errors.StatusError as exc:
+            if exc.code != 409:
+                raise
 
     def _conflict(self, cluster: str, name: str, schemas: list[Mapping[str, Any]]) -> str:
         """Why the schemas cannot be bound in the cluster (kcp's words), or ""."""
@@ -347,7 +362,7 @@ class APIBindingController:
             if other == name:
                 continue
             for resource in resources:
-                bound = self._index.schema(resource.schema_cluster, resource.schema_name)
+                bound = self._index.schema_by_uid(resource.schema_uid)
                 names = (bound or {}).get("spec", {}).get("names") or {}
                 detail = _V.names_conflict(names, resource.group, schema)
                 if detail:
@@ -425,14 +440,7 @@ class APIBindingController:
         prefixes: list[str] = []
         remaining: dict[str, int] = {}
         for bound in status.get("boundResources") or ():
-            schema = bound.get("schema") or {}
-            resource = bound_apis.BoundResource(
-                str(bound.get("group") or ""),
-                str(bound.get("resource") or ""),
-                str(status.get("apiExportClusterName") or ""),
-                str(schema.get("name") or ""),
-                str(schema.get("identityHash") or ""),
-            )
+            resource = bound_apis.bound_resource(bound)
             if not resource.identity:
                 continue
             served = self._index.served(resource)

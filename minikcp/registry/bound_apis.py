@@ -36,9 +36,19 @@ logger = logging.getLogger(__name__)
 class BoundResource:
     group: str
     resource: str
-    schema_cluster: str
-    schema_name: str
+    schema_uid: str  # the APIResourceSchema's uid (its copy in system:bound-crds keeps it)
     identity: str
+
+
+def bound_resource(bound: Mapping[str, Any]) -> BoundResource:
+    """One entry of an APIBinding's status.boundResources."""
+    schema = bound.get("schema") or {}
+    return BoundResource(
+        str(bound.get("group") or ""),
+        str(bound.get("resource") or ""),
+        str(schema.get("UID") or ""),
+        str(schema.get("identityHash") or ""),
+    )
 
 
 def objects_prefix(resource: BoundResource, cluster: str) -> str:
@@ -63,6 +73,8 @@ class BoundAPIs:
         self._bindings: dict[str, dict[str, _Binding]] = {}  # cluster -> binding name -> bound
         self._served: dict[str, tuple[BoundResource, ...]] = {}  # cluster -> union, sorted
         self._schemas: dict[tuple[str, str], tuple[int, Mapping[str, Any]]] = {}
+        # schema uid -> (cluster, name) -> schema: the original and its bound copy.
+        self._by_uid: dict[str, dict[tuple[str, str], Mapping[str, Any]]] = {}
         self._types: dict[BoundResource, crds.ServedTypes | None] = {}
         self._interned: dict[BoundResource, BoundResource] = {}
         # Bumped when a schema comes or goes: catalogs built before are stale.
@@ -79,10 +91,21 @@ class BoundAPIs:
         """The types of one bound resource; None while its schema is unknown."""
         if resource in self._types:
             return self._types[resource]
-        found = self._schemas.get((resource.schema_cluster, resource.schema_name))
-        types = api_exports.bound_types(found[1], resource.identity) if found else None
+        found = self.schema_by_uid(resource.schema_uid)
+        types = api_exports.bound_types(found, resource.identity) if found else None
         self._types[resource] = types
         return types
+
+    def has_copy(self, uid: str) -> bool:
+        """Whether a schema's copy in system:bound-crds is known."""
+        found = self._by_uid.get(uid) or {}
+        return any(cluster == api_exports.BOUND_SCHEMAS_CLUSTER for cluster, _ in found)
+
+    def schema_by_uid(self, uid: str) -> Mapping[str, Any] | None:
+        """A schema by uid: the original or, once bound, its copy in system:bound-crds (which
+        stays when the provider deletes the original, as kcp's bound CRDs do)."""
+        found = self._by_uid.get(uid)
+        return next(iter(found.values())) if found else None
 
     def owner_of(self, cluster: str, group: str, resource: str) -> str | None:
         """The APIBinding that binds group/resource in a cluster, if any."""
@@ -135,17 +158,28 @@ class BoundAPIs:
             if known is None:
                 return
             del self._schemas[at]
+            self._unindex(at, known[1])
         else:
             try:
-                self._schemas[at] = (revision, orjson.loads(value))
+                schema = orjson.loads(value)
             except orjson.JSONDecodeError:
                 logger.warning("undecodable APIResourceSchema at %s", key)
                 return
-            if known is not None and known[1].get("spec") == self._schemas[at][1].get("spec"):
+            self._schemas[at] = (revision, schema)
+            self._by_uid.setdefault(api_exports.original_uid(at[0], schema), {})[at] = schema
+            if known is not None and known[1].get("spec") == schema.get("spec"):
                 return  # metadata only: nothing served changes
         self._types.clear()
         self.generation += 1
         self.changed.set()
+
+    def _unindex(self, at: tuple[str, str], schema: Mapping[str, Any]) -> None:
+        uid = api_exports.original_uid(at[0], schema)
+        found = self._by_uid.get(uid)
+        if found is not None:
+            found.pop(at, None)
+            if not found:
+                del self._by_uid[uid]
 
     def _apply_binding(self, key: str, value: bytes | None, revision: int) -> None:
         parsed = keys.parse_key(self.binding_type, key)
@@ -177,14 +211,7 @@ class BoundAPIs:
         export_cluster = str(status.get("apiExportClusterName") or "")
         resources = []
         for bound in status.get("boundResources") or ():
-            schema = bound.get("schema") or {}
-            resource = BoundResource(
-                str(bound.get("group") or ""),
-                str(bound.get("resource") or ""),
-                export_cluster,
-                str(schema.get("name") or ""),
-                str(schema.get("identityHash") or ""),
-            )
+            resource = bound_resource(bound)
             resources.append(self._interned.setdefault(resource, resource))
         if not resources:
             return None
@@ -229,6 +256,7 @@ class BoundAPIs:
     async def _reload(self, storage: storage_interface.Storage) -> int:
         self._bindings.clear()
         self._schemas.clear()
+        self._by_uid.clear()
         self._types.clear()
         self._served.clear()
         revision = await self.load(storage)

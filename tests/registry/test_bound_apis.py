@@ -195,3 +195,24 @@ async def test_names_taken_by_a_crd_are_a_naming_conflict(reg: registry.Registry
         '"gadgets.example.kcp.io": spec.names.singular=widget is forbidden'
     )
     assert not reg.bound_apis.served_in("c1")
+
+
+async def test_consumers_keep_the_kind_when_the_provider_deletes_the_schema(
+    reg: registry.Registry,
+) -> None:
+    await _provider(reg, "prov")
+    await _bind(reg, "c1", "prov")
+    copies, _ = await reg.scan(_store(reg, "apiresourceschemas").rt, "system:bound-crds")
+    ((copy_key, _),) = copies
+    original = await _store(reg, "apiresourceschemas").get(
+        RequestContext(cluster="prov"), "", f"v1.widgets.{m.GROUP}"
+    )
+    assert copy_key.name == f"u{original.metadata['uid']}.widgets.{m.GROUP}"
+    prov = RequestContext(cluster="prov")
+    await _store(reg, "apiresourceschemas").delete(prov, "", f"v1.widgets.{m.GROUP}", {}, OPTS)
+    await _store(reg, "apiexports").delete(prov, "", m.EXPORT, {}, OPTS)
+    await in_process.until(lambda: not reg.bound_apis.schema("prov", f"v1.widgets.{m.GROUP}"))
+    rt = _widgets(reg, "c1")
+    body = {"apiVersion": f"{m.GROUP}/v1", "kind": "Widget", "metadata": {"name": "w"}, "spec": {}}
+    created = await reg.store(rt).create(RequestContext(cluster="c1"), "default", body, OPTS)
+    assert created.view()["spec"] == {"size": 1}  # the schema's default, from the copy
