@@ -131,7 +131,7 @@ class APIExportController:
         if not isinstance(ref, Mapping) or not ref.get("name"):
             await self._create_identity(ctx, name)
             return  # the update of the export queues it again
-        if "skip-endpointslice" not in str(export.metadata.get("annotations") or {}):
+        if api_exports.SKIP_ENDPOINT_SLICE not in (export.metadata.get("annotations") or {}):
             await self._ensure_slice(ctx, export)
         wanted_hash, condition = await self._identity(ctx, obj, ref)
 
