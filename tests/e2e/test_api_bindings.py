@@ -253,6 +253,14 @@ def test_two_providers_of_one_resource_stay_apart(server: ServerProcess) -> None
     )
     assert 'unknown field "spec.shape"' in strict.stderr
 
+    # Deleting a namespace deletes the bound objects in it, like any other content.
+    server.kubectl("create", "namespace", "team", cluster=a)
+    server.kubectl("apply", "-n", "team", "-f", "-", cluster=a, input=_widget("in-team"))
+    server.kubectl("delete", "namespace", "team", cluster=a)
+    server.kubectl("create", "namespace", "team", cluster=a)
+    missing = server.kubectl("get", "widgets", "-n", "team", cluster=a)
+    assert "No resources found" in missing.stderr
+
 
 def test_unbinding_removes_the_kind_and_its_objects(server: ServerProcess, provider: str) -> None:
     consumer = m.workspace(server, "leaving")
