@@ -23,9 +23,8 @@ CRD or of another binding in the workspace queues the bindings it may concern.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import orjson
@@ -77,7 +76,6 @@ class APIBindingController:
         self._export_of: dict[Key, tuple[str, str]] = {}
         # Bindings not Bound, by cluster: a CRD or binding leaving the cluster may free them.
         self._unbound: dict[str, set[str]] = {}
-        self._locks: dict[str, tuple[asyncio.Lock, list[int]]] = {}
 
     async def run(self) -> None:
         crd_type = self._registry.crds.crd_type
@@ -207,21 +205,6 @@ class APIBindingController:
             finally:
                 self._queue.done(key)
 
-    @contextlib.asynccontextmanager
-    async def _cluster_lock(self, cluster: str) -> AsyncIterator[None]:
-        """One binding decision at a time per workspace: two bindings never take one resource."""
-        entry = self._locks.get(cluster)
-        if entry is None:
-            entry = self._locks[cluster] = (asyncio.Lock(), [0])
-        entry[1][0] += 1
-        try:
-            async with entry[0]:
-                yield
-        finally:
-            entry[1][0] -= 1
-            if not entry[1][0]:
-                del self._locks[cluster]
-
     # -- one binding ----------------------------------------------------------------------
 
     async def reconcile(self, cluster: str, name: str) -> float:
@@ -245,7 +228,7 @@ class APIBindingController:
             await self._write(ctx, name, {"phase": _V.BINDING}, [waiting])
             self._queue.add((cluster, name))
             return 0
-        async with self._cluster_lock(cluster):
+        async with self._index.claiming(cluster):
             return await self._bind(ctx, name, binding)
 
     async def _bind(self, ctx: RequestContext, name: str, binding: Mapping[str, Any]) -> float:

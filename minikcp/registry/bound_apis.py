@@ -14,8 +14,9 @@ marked with the identity. A binding costs a small tuple here; clusters without b
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -81,6 +82,23 @@ class BoundAPIs:
         self.generation = 0
         self._loaded_revision = 0
         self.changed = asyncio.Event()
+        self._claims: dict[str, tuple[asyncio.Lock, list[int]]] = {}
+
+    @contextlib.asynccontextmanager
+    async def claiming(self, cluster: str) -> AsyncIterator[None]:
+        """One claim on a cluster's resources at a time: a binding decision and its status
+        write, or a CRD's check and creation (within this process)."""
+        entry = self._claims.get(cluster)
+        if entry is None:
+            entry = self._claims[cluster] = (asyncio.Lock(), [0])
+        entry[1][0] += 1
+        try:
+            async with entry[0]:
+                yield
+        finally:
+            entry[1][0] -= 1
+            if not entry[1][0]:
+                del self._claims[cluster]
 
     # -- reads ----------------------------------------------------------------------------
 

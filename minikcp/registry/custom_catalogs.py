@@ -263,19 +263,21 @@ class CrdStore(store.ResourceStore):
         spec = spec if isinstance(spec, Mapping) else {}
         names = spec.get("names")
         names = names if isinstance(names, Mapping) else {}
-        owner = self._index.bound.owner_of(
-            ctx.cluster, str(spec.get("group") or ""), str(names.get("plural") or "")
-        )
-        if owner is not None:
-            # kcp's CRDNoOverlappingGVR admission: a bound resource is not a CRD's to take.
-            raise errors.forbidden(
-                self.rt.plural,
-                str((obj.get("metadata") or {}).get("name") or ""),
-                f"cannot create because resource is bound by APIBinding {go_text.go_quote(owner)}",
-                group=self.rt.group,
+        async with self._index.bound.claiming(ctx.cluster):
+            owner = self._index.bound.owner_of(
+                ctx.cluster, str(spec.get("group") or ""), str(names.get("plural") or "")
             )
-        created = await super().create(ctx, namespace, obj, opts, prepared=prepared)
-        self._observe(ctx, created, opts)
+            if owner is not None:
+                # kcp's CRDNoOverlappingGVR admission: a bound resource is not a CRD's to take.
+                raise errors.forbidden(
+                    self.rt.plural,
+                    str((obj.get("metadata") or {}).get("name") or ""),
+                    "cannot create because resource is bound by APIBinding "
+                    + go_text.go_quote(owner),
+                    group=self.rt.group,
+                )
+            created = await super().create(ctx, namespace, obj, opts, prepared=prepared)
+            self._observe(ctx, created, opts)
         return created
 
     async def guaranteed_update(
