@@ -202,13 +202,15 @@ def storage_type(crd: Obj) -> catalog.ResourceType | None:
     return types[0] if types else None
 
 
-def extended_catalog(base: catalog.Catalog, crds: Iterable[Obj]) -> catalog.Catalog:
-    """`base` plus the kinds of the established `crds` (a type already served is kept once)."""
+def extended_catalog(
+    base: catalog.Catalog, crds: Iterable[Obj], bound: Iterable[ServedTypes] = ()
+) -> catalog.Catalog:
+    """`base` plus the kinds `bound` from APIExports and those of the established `crds` (a
+    type already served is kept once: the first wins)."""
     types: list[catalog.ResourceType] = []
     schemas: dict[str, Obj] = {}
     seen: set[tuple[str, str, str]] = set()
-    for crd in crds:
-        served = served_types(crd)
+    for served in (*bound, *(served_types(crd) for crd in crds)):
         if any((rt.group, rt.version, rt.plural) in seen for rt in served.types):
             continue
         if any(base.by_resource(rt.group, rt.version, rt.plural) for rt in served.types):

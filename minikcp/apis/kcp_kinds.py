@@ -160,6 +160,10 @@ def kinds() -> tuple[KcpKind, ...]:
         _kind("core.kcp.io_logicalclusters.yaml"),
         # The Key column shows a label kcp's syncer sets; minikcp's labels its objects instead.
         _kind("workload.kcp.io_synctargets.yaml", drop_columns=("Key",)),
+        _kind("apis.kcp.io_apiresourceschemas.yaml"),
+        _kind("apis.kcp.io_apiexports.yaml"),
+        _kind("apis.kcp.io_apibindings.yaml"),
+        _kind("apis.kcp.io_apiexportendpointslices.yaml"),
     )
 
 

@@ -44,6 +44,9 @@ class CustomResource:
     printer_columns: bytes = b"[]"  # additionalPrinterColumns
     # subresources.scale: spec replicas, status replicas and label selector JSON paths.
     scale_paths: tuple[str, str, str] | None = None
+    # Set for kinds bound from an APIExport: the export's identity hash, which keys the objects
+    # apart from those of any other export (or CRD) of the same group and resource.
+    identity: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,15 +11,21 @@ from collections.abc import Callable, Coroutine, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from minikcp.controllers import (
+    api_bindings,
+    api_exports,
+    namespace_defaults,
+    rbac_aggregation,
+    resource_quotas,
+)
 from minikcp.controllers import crds as crd_controller
 from minikcp.controllers import garbage_collector as gc_controller
-from minikcp.controllers import namespace_defaults, rbac_aggregation, resource_quotas
 from minikcp.controllers import namespaces as namespace_controller
 from minikcp.controllers import workspaces as workspace_controller
 from minikcp.registry import registry
 from minikcp.syncer import syncer as workload_syncer
 from minikcp.syncer import target as sync_target
-from minikcp.tenancy import workspaces
+from minikcp.tenancy import resolver, workspaces
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,6 +34,8 @@ class Wiring:
 
     registry: registry.Registry
     lifecycle: workspaces.Workspaces
+    resolver: resolver.ClusterResolver
+    base_url: str
     sync: sync_target.Settings
     sync_resources: tuple[str, ...]
 
@@ -70,6 +78,14 @@ def _quotas(w: Wiring) -> Coroutine[Any, Any, None]:
     return resource_quotas.ResourceQuotaController(w.registry).run()
 
 
+def _api_exports(w: Wiring) -> Coroutine[Any, Any, None]:
+    return api_exports.APIExportController(w.registry, w.resolver, w.base_url).run()
+
+
+def _api_bindings(w: Wiring) -> Coroutine[Any, Any, None]:
+    return api_bindings.APIBindingController(w.registry, w.resolver).run()
+
+
 def _syncer(w: Wiring) -> Coroutine[Any, Any, None]:
     return workload_syncer.Syncer(w.registry, w.sync, extra_resources=w.sync_resources).run()
 
@@ -92,6 +108,8 @@ CONTROLLERS: tuple[Controller, ...] = (
         "clusterrole-aggregation-controller", _aggregation, "aggregated ClusterRoles kept filled"
     ),
     Controller("resourcequota-controller", _quotas, "ResourceQuota status.hard and status.used"),
+    Controller("apiexport-controller", _api_exports, "APIExport identities and endpoint slices"),
+    Controller("apibinding-controller", _api_bindings, "APIBindings bound to their exports"),
     Controller("syncer", _syncer, "workloads pushed to attached SyncTargets, status back"),
 )
 

@@ -23,6 +23,7 @@ from minikcp.registry import registry, token_requests
 from minikcp.server import app as server_app
 from minikcp.simulator import simulator as workload_simulator
 from minikcp.syncer import target as sync_target
+from minikcp.tenancy import api_bindings as api_binding_admission
 from minikcp.tenancy import workspaces
 from storage import errors as storage_errors
 from storage import hub as storage_hub
@@ -161,7 +162,11 @@ async def serve(options: ServeOptions) -> None:
             registry_task = tasks.create_task(reg.run(), name="registry")
             resolver, lifecycle = workspaces.install(reg, base_url)
             resolver_task = tasks.create_task(resolver.run(), name="cluster-resolver")
-            wiring = components.Wiring(reg, lifecycle, options.sync, options.sync_resources)
+            # APIBinding admission: the `bind` verb on the export, conflicts with CRDs.
+            api_binding_admission.install(reg, resolver)
+            wiring = components.Wiring(
+                reg, lifecycle, resolver, base_url, options.sync, options.sync_resources
+            )
             background = [registry_task, resolver_task]
             for controller in components.CONTROLLERS:
                 if controller.name in options.controllers:

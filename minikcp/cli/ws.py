@@ -138,7 +138,7 @@ class Kubeconfig:
         tmp.replace(self.path)
 
 
-def _kubeconfig_path(flag: str | None) -> Path:
+def kubeconfig_path(flag: str | None) -> Path:
     if flag:
         return Path(flag)
     env = os.environ.get("KUBECONFIG", "")
@@ -159,12 +159,12 @@ def parse_cluster_url(host: str) -> tuple[str, str] | None:
     if index < 0:
         return None
     path = host[index + len("/clusters/") :].split("/", 1)[0]
-    if not _valid_path(path):
+    if not valid_path(path):
         return None
     return host[:index], path
 
 
-def _valid_path(path: str) -> bool:
+def valid_path(path: str) -> bool:
     return bool(path) and all(not names_errors(p) for p in path.split(":"))
 
 
@@ -247,7 +247,7 @@ def use(config: Kubeconfig, name: str, *, short: bool = False) -> None:
         raise PluginError("home workspaces are not enabled on this server")
     target = name[1:] if name.startswith(":") else f"{current}:{name}"
     target = resolve_dots(target)
-    if not _valid_path(target):
+    if not valid_path(target):
         raise PluginError(f"invalid workspace path: {name}")
     client = config.client()
     status, _ = client.get(f"{base}/clusters/{target}/apis")
@@ -425,7 +425,7 @@ def run(argv: Sequence[str], prog: str = "kubectl ws") -> int:
             rest = list(args)
             rest.remove(command)
             options = _sub_parser(prog, command).parse_args(rest)
-            config = Kubeconfig(_kubeconfig_path(options.kubeconfig), options.context)
+            config = Kubeconfig(kubeconfig_path(options.kubeconfig), options.context)
             if command == "create":
                 create(config, options)
             elif command == "tree":
@@ -439,7 +439,7 @@ def run(argv: Sequence[str], prog: str = "kubectl ws") -> int:
         if command:
             rest.remove(command)
         top = _parser(prog).parse_args(rest)
-        config = Kubeconfig(_kubeconfig_path(top.kubeconfig), top.context)
+        config = Kubeconfig(kubeconfig_path(top.kubeconfig), top.context)
         use(config, command, short=top.short)
         return 0
     except (PluginError, ws_client.ClientError) as exc:

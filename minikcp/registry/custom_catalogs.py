@@ -1,4 +1,5 @@
-"""Per-logical-cluster catalogs: the built-in kinds plus the kinds of that cluster's CRDs.
+"""Per-logical-cluster catalogs: the built-in kinds plus the kinds of that cluster's CRDs and
+of its APIBindings.
 
 An index of every stored CRD, by logical cluster, follows storage through the hub (and, for
 writes made by this process, at once: a client that saw Established may use the kind right
@@ -6,6 +7,10 @@ away). A cluster's catalog is `Catalog.extended` with its established CRDs, buil
 and dropped when one of its CRDs changes; clusters without CRDs are not in the index and share
 the built-in catalog and all its documents. Nothing here grows with the number of logical
 clusters, only with the number of CRDs.
+
+Kinds bound from APIExports (`bound_apis`) join the same way; clusters with bindings and no CRDs
+share one catalog per set of bound resources (consumers of the same exports share it), rebuilt
+when that set or a schema changes. Clusters without either still get the built-in catalog.
 """
 
 from __future__ import annotations
@@ -18,8 +23,8 @@ from typing import Any
 import orjson
 
 from minikcp.apis import catalog, crds
-from minikcp.machinery import errors
-from minikcp.registry import keys, store
+from minikcp.machinery import errors, go_text
+from minikcp.registry import bound_apis, keys, store
 from minikcp.registry.objects import RequestContext, StoredObject, WriteOptions
 from storage import errors as storage_errors
 from storage import hub as storage_hub
@@ -30,16 +35,26 @@ logger = logging.getLogger(__name__)
 
 Obj = Mapping[str, Any]
 WILDCARD = "*"
+_SHARED_CATALOGS = 1024
+BoundKey = tuple[int, tuple[bound_apis.BoundResource, ...]]
 
 
 class CustomCatalogs:
-    def __init__(self, crd_type: catalog.ResourceType, base: catalog.Catalog) -> None:
+    def __init__(
+        self,
+        crd_type: catalog.ResourceType,
+        base: catalog.Catalog,
+        bound: bound_apis.BoundAPIs,
+    ) -> None:
         self.crd_type = crd_type
+        self.bound = bound
         self._base = base
+        # (schema generation, bound resources) -> catalog, for clusters with bindings only.
+        self._shared: dict[BoundKey, catalog.Catalog] = {}
         self._prefix = keys.resource_prefix(crd_type)
         self._crds: dict[str, dict[str, Obj]] = {}  # cluster -> CRD name -> CRD as stored
         self._revisions: dict[str, int] = {}  # key -> revision last applied (deletions too)
-        self._catalogs: dict[str, tuple[bytes, catalog.Catalog]] = {}
+        self._catalogs: dict[str, tuple[bytes, BoundKey, catalog.Catalog]] = {}
         self._wildcard: catalog.Catalog | None = None
         self._dirty: set[str] = set()
         self._orphans: list[tuple[str, Obj]] = []
@@ -52,17 +67,35 @@ class CustomCatalogs:
         if cluster == WILDCARD:
             return self._wildcard_catalog()
         found = self._crds.get(cluster)
-        if not found:
+        bound = self.bound.served_in(cluster)
+        if not found and not bound:
             return self._base
+        bound_key = (self.bound.generation, bound)
+        if not found:
+            return self._shared_catalog(bound_key)
         cached = self._catalogs.get(cluster)
-        if cached is not None:
-            return cached[1]
+        if cached is not None and cached[1] == bound_key:
+            return cached[2]
         served = sorted(
             (crd for crd in found.values() if crds.is_established(crd)), key=_creation_order
         )
         fingerprint = _fingerprint(served)
-        built = crds.extended_catalog(self._base, served)
-        self._catalogs[cluster] = (fingerprint, built)
+        built = crds.extended_catalog(self._base, served, self._bound_types(bound))
+        self._catalogs[cluster] = (fingerprint, bound_key, built)
+        return built
+
+    def _bound_types(self, bound: tuple[bound_apis.BoundResource, ...]) -> list[crds.ServedTypes]:
+        return [t for r in bound if (t := self.bound.served(r)) is not None]
+
+    def _shared_catalog(self, key: BoundKey) -> catalog.Catalog:
+        if self._shared and next(iter(self._shared))[0] != key[0]:
+            self._shared.clear()  # a schema came or went: every shared catalog is stale
+        built = self._shared.get(key)
+        if built is None:
+            built = crds.extended_catalog(self._base, (), self._bound_types(key[1]))
+            if len(self._shared) >= _SHARED_CATALOGS:
+                self._shared.pop(next(iter(self._shared)))
+            self._shared[key] = built
         return built
 
     def crds_in(self, cluster: str) -> list[Obj]:
@@ -226,8 +259,25 @@ class CrdStore(store.ResourceStore):
         *,
         prepared: bool = False,
     ) -> StoredObject:
-        created = await super().create(ctx, namespace, obj, opts, prepared=prepared)
-        self._observe(ctx, created, opts)
+        spec = obj.get("spec")
+        spec = spec if isinstance(spec, Mapping) else {}
+        names = spec.get("names")
+        names = names if isinstance(names, Mapping) else {}
+        async with self._index.bound.claiming(ctx.cluster):
+            owner = self._index.bound.owner_of(
+                ctx.cluster, str(spec.get("group") or ""), str(names.get("plural") or "")
+            )
+            if owner is not None:
+                # kcp's CRDNoOverlappingGVR admission: a bound resource is not a CRD's to take.
+                raise errors.forbidden(
+                    self.rt.plural,
+                    str((obj.get("metadata") or {}).get("name") or ""),
+                    "cannot create because resource is bound by APIBinding "
+                    + go_text.go_quote(owner),
+                    group=self.rt.group,
+                )
+            created = await super().create(ctx, namespace, obj, opts, prepared=prepared)
+            self._observe(ctx, created, opts)
         return created
 
     async def guaranteed_update(

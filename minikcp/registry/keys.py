@@ -2,8 +2,11 @@
 
 Resources that are one store seen through two APIs share the key of the one upstream stores
 (events.k8s.io/v1 Events are core/v1 Events). Custom resources (kinds served from a CRD) live under
-/registry/<group>/<resource>/customresources/<cluster>/[<namespace>/]<name>, as in kcp. One prefix
-selects a resource across all logical clusters, in one cluster, or in one namespace.
+/registry/<group>/<resource>/customresources/<cluster>/[<namespace>/]<name>, as in kcp, and kinds
+bound from an APIExport under /registry/<group>/<resource>/<identityHash>/<cluster>/..., the
+export's identity in place of `customresources`: two exports of one group and resource never share
+a prefix, and one prefix holds an export's resource in every consumer. One prefix selects a
+resource across all logical clusters, in one cluster, or in one namespace.
 """
 
 from __future__ import annotations
@@ -16,8 +19,15 @@ from minikcp.apis import catalog
 _SHARED_STORAGE = {("events.k8s.io", "events"): ("", "events")}
 
 
+def identity_prefix(group: str, resource: str, identity: str) -> str:
+    """The objects of an exported resource in every logical cluster that binds the export."""
+    return f"/registry/{group or 'core'}/{resource}/{identity}/"
+
+
 def resource_prefix(rt: catalog.ResourceType) -> str:
     if rt.custom is not None:
+        if rt.custom.identity:
+            return identity_prefix(rt.group, rt.plural, rt.custom.identity)
         return f"/registry/{rt.group}/{rt.plural}/customresources/"
     group, plural = _SHARED_STORAGE.get((rt.group, rt.plural), (rt.group, rt.plural))
     return f"/registry/{group or 'core'}/{plural}/"

@@ -14,6 +14,7 @@ from minikcp.apis import catalog
 from minikcp.machinery import errors, list_options, rbac
 from minikcp.registry import (
     admission,
+    bound_apis,
     custom_catalogs,
     keys,
     limit_range_admission,
@@ -96,7 +97,20 @@ class Registry:
             "apiextensions.k8s.io", "v1", "customresourcedefinitions"
         )
         assert crd_type is not None
-        self.crds = custom_catalogs.CustomCatalogs(crd_type, self.catalog)
+        # APIBindings and APIResourceSchemas, indexed for the catalogs of binding clusters.
+        binding_type = self.catalog.by_resource("apis.kcp.io", "v1alpha1", "apibindings")
+        schema_type = self.catalog.by_resource("apis.kcp.io", "v1alpha1", "apiresourceschemas")
+        assert binding_type is not None and schema_type is not None
+        self.bound_apis = bound_apis.BoundAPIs(binding_type, schema_type)
+        for rt in (binding_type, schema_type):
+            self._stores[rt] = bound_apis.ObservedStore(
+                rt,
+                strategies.strategy_for(rt),
+                storage,
+                namespace_check=self.namespaces.check_writable,
+                index=self.bound_apis,
+            )
+        self.crds = custom_catalogs.CustomCatalogs(crd_type, self.catalog, self.bound_apis)
         self._stores[crd_type] = custom_catalogs.CrdStore(
             crd_type,
             strategies.strategy_for(crd_type),
@@ -111,17 +125,17 @@ class Registry:
             defaults.append(("configmaps", namespace_defaults.root_ca_config_map(root_ca)))
         self.namespace_defaults: list[namespace_defaults.NamespaceDefaultStore] = []
         for plural, default in defaults:
-            rt = self.catalog.by_resource("", "v1", plural)
-            assert rt is not None
+            default_rt = self.catalog.by_resource("", "v1", plural)
+            assert default_rt is not None
             found = namespace_defaults.NamespaceDefaultStore(
-                rt,
-                strategies.strategy_for(rt),
+                default_rt,
+                strategies.strategy_for(default_rt),
                 storage,
                 namespace_check=self.namespaces.check_writable,
                 default=default,
                 bootstrap_time=bootstrap_time,
             )
-            self._stores[rt] = found
+            self._stores[default_rt] = found
             self.namespace_defaults.append(found)
         # RBAC of every logical cluster over the shared bootstrap policy: the one authorizer.
         self.policy = rbac_policy.PolicyStore(self._rbac_store)
@@ -163,6 +177,7 @@ class Registry:
             created = orjson.loads(item.value)["created"]
         reg = cls(storage, hub, bootstrap_time=created, **kwargs)  # type: ignore[arg-type]
         await reg.crds.load(storage)  # one range read of the CRDs, however many clusters
+        await reg.bound_apis.load(storage)  # and of the APIBindings and APIResourceSchemas
         return reg
 
     async def run(self) -> None:
@@ -174,14 +189,15 @@ class Registry:
             tasks.create_task(self.limit_ranges.limits.run(self.hub), name="limit-range-cache")
             tasks.create_task(self.quota.quotas.run(self.hub), name="quota-cache")
             tasks.create_task(self.quota.run(), name="quota-admission")
+            tasks.create_task(self.bound_apis.run(self.storage, self.hub), name="bound-apis")
 
     @property
     def service_accounts(self) -> namespace_defaults.NamespaceDefaultStore:
         return self.namespace_defaults[0]
 
     def catalog_for(self, cluster: str) -> catalog.Catalog:
-        """The kinds served in a logical cluster: the built-ins plus its established CRDs'
-        (`*`: every custom resource served in some cluster, for lists and watches)."""
+        """The kinds served in a logical cluster: the built-ins plus its established CRDs' and
+        its APIBindings' (`*`: every CRD kind served in some cluster, for lists and watches)."""
         return self.crds.catalog_for(cluster)
 
     # -- whole-resource access for controllers and tenancy ---------------------------------------

@@ -140,12 +140,12 @@ def test_groups_in_upstream_order(builtin: Catalog) -> None:
     assert names.index("apps") < names.index("events.k8s.io") < names.index("batch")
     assert names.index("rbac.authorization.k8s.io") < names.index("apiextensions.k8s.io")
     assert names.index("apiextensions.k8s.io") < names.index("coordination.k8s.io")
-    kcp_groups = {"core.kcp.io", "tenancy.kcp.io", "workload.kcp.io"}
+    kcp_groups = {"apis.kcp.io", "core.kcp.io", "tenancy.kcp.io", "workload.kcp.io"}
     versions = {g: vs for g, vs in builtin.groups() if g not in kcp_groups}
     assert versions.pop("autoscaling")[0] == "v2"
     assert all(vs == ["v1"] for vs in versions.values())
     # kcp's groups are CRD groups there: after every upstream group, by name.
-    assert names[-3:] == ["core.kcp.io", "tenancy.kcp.io", "workload.kcp.io"]
+    assert names[-4:] == ["apis.kcp.io", "core.kcp.io", "tenancy.kcp.io", "workload.kcp.io"]
 
 
 def test_resources_sorted_by_plural(builtin: Catalog) -> None:

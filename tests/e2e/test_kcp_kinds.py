@@ -15,6 +15,10 @@ def test_discovery_lists_kcp_kinds(kubectl: Kubectl) -> None:
     assert row.split()[:5] == ["workspaces", "ws", "tenancy.kcp.io/v1alpha1", "false", "Workspace"]
     out = kubectl("api-resources", "--categories=kcp", "-o", "name").stdout.split()
     assert out == [
+        "apibindings.apis.kcp.io",
+        "apiexportendpointslices.apis.kcp.io",
+        "apiexports.apis.kcp.io",
+        "apiresourceschemas.apis.kcp.io",
         "logicalclusters.core.kcp.io",
         "workspaces.tenancy.kcp.io",
         "synctargets.workload.kcp.io",

@@ -16,13 +16,18 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def plugin_dir(where: Path) -> Path:
-    """A folder with a `kubectl-ws` that runs this worktree's plugin (not the installed one)."""
+    """A folder with `kubectl-ws` and `kubectl-kcp` that run this worktree's plugins (not the
+    installed ones)."""
     where.mkdir(parents=True, exist_ok=True)
-    script = where / "kubectl-ws"
-    script.write_text(
-        f'#!/bin/sh\nPYTHONPATH="{REPO}" exec "{sys.executable}" -m minikcp.cli.ws "$@"\n'
-    )
-    script.chmod(0o755)
+    for name, module in (
+        ("kubectl-ws", "minikcp.cli.ws"),
+        ("kubectl-kcp", "minikcp.cli.kcp_plugin"),
+    ):
+        script = where / name
+        script.write_text(
+            f'#!/bin/sh\nPYTHONPATH="{REPO}" exec "{sys.executable}" -m {module} "$@"\n'
+        )
+        script.chmod(0o755)
     return where
 
 

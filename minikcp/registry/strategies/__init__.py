@@ -5,7 +5,7 @@ from __future__ import annotations
 from minikcp.apis import catalog, kcp_kinds
 from minikcp.registry import rbac_policy, reviews, strategy
 from minikcp.registry import status_owners as owners
-from minikcp.registry.strategies import apps, auth, batch, core, custom, kcp, quota, rbac
+from minikcp.registry.strategies import apis, apps, auth, batch, core, custom, kcp, quota, rbac
 
 _BY_KIND: dict[tuple[str, str], type[strategy.Strategy]] = {
     ("", "Namespace"): core.NamespaceStrategy,
@@ -34,6 +34,9 @@ _BY_KIND: dict[tuple[str, str], type[strategy.Strategy]] = {
     ("apiextensions.k8s.io", "CustomResourceDefinition"): custom.CrdStrategy,
     ("tenancy.kcp.io", "Workspace"): kcp.WorkspaceStrategy,
     ("core.kcp.io", "LogicalCluster"): kcp.LogicalClusterStrategy,
+    ("apis.kcp.io", "APIResourceSchema"): apis.APIResourceSchemaStrategy,
+    ("apis.kcp.io", "APIBinding"): apis.APIBindingStrategy,
+    ("apis.kcp.io", "APIExportEndpointSlice"): apis.APIExportEndpointSliceStrategy,
 }
 
 
