@@ -24,6 +24,7 @@ import orjson
 
 from minikcp.machinery import errors, quantity, quota_usage
 from minikcp.machinery import quota as quota_math
+from minikcp.registry import namespace_defaults
 from minikcp.registry import registry as registry_module
 from minikcp.registry.objects import RequestContext, WriteOptions
 from minikcp.runtime.work_queue import ShutDown, WorkQueue
@@ -214,10 +215,16 @@ class ResourceQuotaController:
             if rt is None or not rt.namespaced:
                 continue
             stored, _ = await self._registry.scan(rt, cluster, namespace)
+            values = [value for _, value in stored]
+            found = self._registry.store(rt)
+            if isinstance(found, namespace_defaults.NamespaceDefaultStore):
+                # A built-in namespace's default object counts as upstream's stored one does.
+                names = {key.name for key, _ in stored}
+                values.extend(found.unstored_virtual(cluster, namespace, names))
             if quota_usage.evaluator_for(group, plural).reads_objects:
-                objects[(group, plural)] = [orjson.loads(value) for _, value in stored]
+                objects[(group, plural)] = [orjson.loads(value) for value in values]
             else:
-                objects[(group, plural)] = [_COUNTED] * len(stored)  # counts need no decoding
+                objects[(group, plural)] = [_COUNTED] * len(values)  # counts need no decoding
         now = time.time()
         store = self._registry.store(self._rt)
         ctx = RequestContext(cluster=cluster)

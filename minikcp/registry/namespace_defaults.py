@@ -88,6 +88,14 @@ class NamespaceDefaultStore(generic_store.ResourceStore):
         meta["creationTimestamp"] = self._bootstrap_time
         return StoredObject.from_dict(obj, cluster=cluster, revision=VIRTUAL_REVISION)
 
+    def unstored_virtual(self, cluster: str, namespace: str, stored_names: set[str]) -> list[bytes]:
+        """The virtual default of a namespace when nothing is stored in its place (for those
+        that count objects without listing them through the store, such as quota)."""
+        name = self.default.name
+        if not self._is_virtual(namespace, name) or name in stored_names:
+            return []
+        return [self.virtual(cluster, namespace).value]
+
     async def find(self, ctx: RequestContext, namespace: str, name: str) -> StoredObject | None:
         found = await super().find(ctx, namespace, name)
         if found is None and ctx.cluster != "*" and self._is_virtual(namespace, name):

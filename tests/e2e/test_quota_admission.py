@@ -65,11 +65,12 @@ def test_kubectl_create_quota_and_describe(kubectl: Kubectl) -> None:
         "create",
         "quota",
         "q",
-        "--hard=count/deployments.apps=2,configmaps=3,pods=4,requests.cpu=1,limits.memory=1Gi",
+        "--hard=count/deployments.apps=2,configmaps=4,pods=4,requests.cpu=1,limits.memory=1Gi",
     )
     status = _synced(kubectl, "q")
+    # "before" and the namespace's kube-root-ca.crt.
     assert status["used"] == {
-        "configmaps": "1",
+        "configmaps": "2",
         "count/deployments.apps": "0",
         "limits.memory": "0",
         "pods": "0",
@@ -80,12 +81,12 @@ def test_kubectl_create_quota_and_describe(kubectl: Kubectl) -> None:
     refused = kubectl.fails("create", "configmap", "c").stderr
     assert (
         'configmaps "c" is forbidden: exceeded quota: q, requested: configmaps=1, '
-        "used: configmaps=3, limited: configmaps=3" in refused
+        "used: configmaps=4, limited: configmaps=4" in refused
     )
     assert "NotFound" in kubectl.fails("get", "configmap", "c").stderr
     # A higher hard takes effect once the controller has written it to status.
-    kubectl("patch", "quota", "q", "-p", '{"spec":{"hard":{"configmaps":"4"}}}')
-    eventually(lambda: _status(kubectl, "q")["hard"]["configmaps"] == "4", what="new hard")
+    kubectl("patch", "quota", "q", "-p", '{"spec":{"hard":{"configmaps":"5"}}}')
+    eventually(lambda: _status(kubectl, "q")["hard"]["configmaps"] == "5", what="new hard")
     kubectl("create", "configmap", "c")
     kubectl("create", "deployment", "d1", "--image=nginx")
     kubectl("create", "deployment", "d2", "--image=nginx")
@@ -97,18 +98,19 @@ def test_kubectl_create_quota_and_describe(kubectl: Kubectl) -> None:
     )
     described = kubectl("describe", "quota", "q").stdout
     rows = {line.split()[0]: line.split()[1:] for line in described.splitlines()[3:] if line}
-    assert rows["configmaps"] == ["4", "4"]
+    assert rows["configmaps"] == ["5", "5"]
     assert rows["count/deployments.apps"] == ["2", "2"]
     assert rows["limits.memory"] == ["0", "1Gi"]
     # A dry run is checked but not charged.
     kubectl("delete", "configmap", "before")
-    eventually(lambda: _used(kubectl, "q")["configmaps"] == "3", what="used after delete")
+    eventually(lambda: _used(kubectl, "q")["configmaps"] == "4", what="used after delete")
     kubectl("create", "configmap", "dry", "--dry-run=server")
-    assert _used(kubectl, "q")["configmaps"] == "3"
+    assert _used(kubectl, "q")["configmaps"] == "4"
 
 
 def test_concurrent_creators_never_overshoot(kubectl: Kubectl, core: client.CoreV1Api) -> None:
-    kubectl("create", "quota", "cm", "--hard=configmaps=20")
+    # kube-root-ca.crt is there already and counts (as upstream's publisher's ConfigMap does).
+    kubectl("create", "quota", "cm", "--hard=configmaps=21")
     _synced(kubectl, "cm")
 
     def create(i: int) -> tuple[int, str]:
@@ -127,18 +129,18 @@ def test_concurrent_creators_never_overshoot(kubectl: Kubectl, core: client.Core
         if code == 403:
             assert message == (
                 f'configmaps "c{i}" is forbidden: exceeded quota: cm, requested: configmaps=1, '
-                "used: configmaps=20, limited: configmaps=20"
+                "used: configmaps=21, limited: configmaps=21"
             )
-    assert len(core.list_namespaced_config_map("default").items) == 20
-    assert _used(kubectl, "cm") == {"configmaps": "20"}
+    assert len(core.list_namespaced_config_map("default").items) == 21
+    assert _used(kubectl, "cm") == {"configmaps": "21"}
     for i in [i for i, code in enumerate(codes) if code == 201][:5]:
         core.delete_namespaced_config_map(f"c{i}", "default")
-    eventually(lambda: _used(kubectl, "cm") == {"configmaps": "15"}, what="used after deletes")
+    eventually(lambda: _used(kubectl, "cm") == {"configmaps": "16"}, what="used after deletes")
     kubectl("create", "configmap", "again")
-    assert _used(kubectl, "cm") == {"configmaps": "16"}
+    assert _used(kubectl, "cm") == {"configmaps": "17"}
     # Charged, then refused by the store: the controller recounts.
     assert "already exists" in kubectl.fails("create", "configmap", "again").stderr
-    eventually(lambda: _used(kubectl, "cm") == {"configmaps": "16"}, what="used recounted")
+    eventually(lambda: _used(kubectl, "cm") == {"configmaps": "17"}, what="used recounted")
 
 
 POD = {

@@ -121,8 +121,10 @@ def test_ordered_pods_claims_and_revisions(kubectl: Kubectl) -> None:
         }
         assert pod["spec"]["hostname"] == f"db-{i}" and pod["spec"]["subdomain"] == "db"
         assert pod["spec"]["nodeName"].startswith("sim-node-")
-        (volume,) = pod["spec"]["volumes"]
+        # The claim's volume, then the ServiceAccount token volume admission adds.
+        volume, token = pod["spec"]["volumes"]
         assert volume == {"name": "data", "persistentVolumeClaim": {"claimName": f"data-db-{i}"}}
+        assert token["name"].startswith("kube-api-access-")
 
     claims = json.loads(kubectl("get", "pvc", "-o", "json").stdout)["items"]
     assert sorted(c["metadata"]["name"] for c in claims) == ["data-db-0", "data-db-1", "data-db-2"]
