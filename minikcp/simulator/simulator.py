@@ -29,8 +29,10 @@ from minikcp.registry import informer, registry
 from minikcp.registry.objects import RequestContext, StoredObject
 from minikcp.runtime.work_queue import ShutDown, WorkQueue
 from minikcp.simulator import (
+    cronjobs,
     daemonsets,
     deployment_pass,
+    jobs,
     replica_set_pass,
     rollout,
     statefulsets,
@@ -78,6 +80,8 @@ class WorkloadSimulator:
         controllers: list[Controller] = [
             statefulsets.StatefulSetController(self._objects, options, self._enqueue),
             daemonsets.DaemonSetController(self._objects, options, self._enqueue),
+            jobs.JobController(self._objects, options, self._enqueue),
+            cronjobs.CronJobController(self._objects, options, self._enqueue),
         ]
         self._controllers = {c.kind: c for c in controllers}
         # The simulator reports Deployment status in every logical cluster.
