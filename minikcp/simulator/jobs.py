@@ -20,6 +20,7 @@ from minikcp.simulator.pass_result import Enqueue, PassResult
 from minikcp.simulator.workload_objects import WorkloadObjects
 
 KIND = "Job"
+_COMPONENT = "job-controller"
 _TERMINAL = {"SuccessCriteriaMet": "Complete", "FailureTarget": "Failed"}
 
 
@@ -130,13 +131,16 @@ class _JobPass:
             await self.objects.delete("pods", self.ctx, pod)
             active.remove(pod)
             self.result.writes += 2
+            await self._event("SuccessfulDelete", f"Deleted pod: {pod['metadata']['name']}")
             if steps.finish is not None and steps.finish[0] == "FailureTarget":
                 failed += 1
         for index in steps.create:
             body = job_pods.new_pod(job, index, self.objects.next_node())
-            active.append((await self.objects.create("pods", self.ctx, body)).view())
+            created = await self.objects.create("pods", self.ctx, body)
+            active.append(created.view())
             self.result.writes += 1
             self.result.again = True
+            await self._event("SuccessfulCreate", f"Created pod: {created.metadata['name']}")
         conditions = [dict(c) for c in status.get("conditions") or ()]
         completed = None
         if steps.finish is not None:
@@ -157,12 +161,19 @@ class _JobPass:
             self.result.writes += 1
             # Finished now: the next pass starts the TTL clock.
             self.result.again = self.result.again or steps.finish is not None
+            if steps.finish is not None and steps.finish[0] == "SuccessCriteriaMet":
+                await self._event("Completed", "Job completed")
+            elif steps.finish is not None:
+                await self._event(steps.finish[1], steps.finish[2], "Warning")
         # Counted now: their finalizers go (after the status holds them, as upstream).
         for pod in counted:
             await self._release(pod)
         deadline = job.get("spec", {}).get("activeDeadlineSeconds")
         if isinstance(deadline, int) and started is not None and steps.finish is None:
             self.result.due(started + deadline)
+
+    async def _event(self, reason: str, message: str, event_type: str = "Normal") -> None:
+        await self.objects.record_event(self.ctx, self.job, reason, message, _COMPONENT, event_type)
 
     async def _kubelet(self, pod: Mapping[str, Any]) -> Mapping[str, Any]:
         """Running and Ready at once; Succeeded or Failed after its run time."""

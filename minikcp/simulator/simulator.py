@@ -1,19 +1,20 @@
-"""The workload simulator: what the deployment controller, the ReplicaSet controller, the
-garbage collector and the kubelets of a real cluster would do, so one minikcp process can stand
-in for a physical cluster.
+"""The workload simulator: what the deployment, ReplicaSet, StatefulSet, DaemonSet, Job and
+CronJob controllers, the garbage collector and the kubelets of a real cluster would do, so one
+minikcp process can stand in for a physical cluster.
 
 A Deployment gets a ReplicaSet per pod template (pod-template-hash, revision, owner reference)
 and the ReplicaSets get Pods that run at once and become Ready after a delay; rolling updates,
 Recreate and paused Deployments follow the deployment controller's arithmetic, and so does the
 Deployment's status. ReplicaSets of no Deployment get pods too, and pods of no ReplicaSet are
 run. Options (flags, and annotations on a Deployment or its pod template) make pods never
-become Ready (the rollout exceeds its progress deadline) or crash-loop. With no garbage
-collector in the process, what a deleted Deployment or ReplicaSet owned is deleted here.
+become Ready (the rollout exceeds its progress deadline) or crash-loop. The other kinds have a
+controller module each (`Controller` below), on the same queue. With no garbage collector in
+the process, what a deleted owner owned is deleted here.
 
 Everything happens in-process through the registry (the same create, update and status paths
-as HTTP requests), in every logical cluster: three wildcard informers feed a deduplicating queue
-of (kind, cluster, namespace, name), a few workers reconcile, and timers bring an object back
-when one of its pods is due to change or a progress deadline passes.
+as HTTP requests), in every logical cluster: wildcard informers feed a deduplicating queue of
+(kind, cluster, namespace, name), a few workers reconcile, and timers bring an object back
+when one of its pods is due to change, a progress deadline passes or a schedule is due.
 """
 
 from __future__ import annotations

@@ -28,6 +28,7 @@ from minikcp.simulator.pass_result import Enqueue, PassResult
 from minikcp.simulator.workload_objects import WorkloadObjects
 
 KIND = "StatefulSet"
+_COMPONENT = "statefulset-controller"
 _CHILDREN = ("pods", "controllerrevisions")
 
 
@@ -124,6 +125,7 @@ class _StatefulSetPass:
             if pod is not None:
                 await self.objects.delete("pods", self.ctx, pod)
                 self.result.writes += 1
+                await self._event("SuccessfulDelete", f"delete Pod {doomed} in StatefulSet")
         for ordinal, revision in steps.create:
             await self._create_claims(ordinal)
             body = sts_pods.new_pod(
@@ -135,6 +137,8 @@ class _StatefulSetPass:
             )
             pods[ordinal] = (await self.objects.create("pods", self.ctx, body)).view()
             self.result.writes += 1
+            pod_name = body["metadata"]["name"]
+            await self._event("SuccessfulCreate", f"create Pod {pod_name} in StatefulSet")
         if steps.create or steps.delete:
             self.result.again = True
         views = await self._run_pods(list(pods.values()))
@@ -149,6 +153,12 @@ class _StatefulSetPass:
         if new_status != status:
             await self.objects.write_status("statefulsets", self.ctx, self.sts, new_status)
             self.result.writes += 1
+
+    async def _event(self, reason: str, what: str) -> None:
+        """recordPodEvent / recordClaimEvent: `<what> <set> successful`."""
+        ending = "success" if what.startswith("create Claim") else "successful"
+        message = f"{what} {self.name} {ending}"
+        await self.objects.record_event(self.ctx, self.sts, reason, message, _COMPONENT)
 
     async def _update_revision(
         self, revisions: list[Mapping[str, Any]], collisions: int
@@ -218,6 +228,11 @@ class _StatefulSetPass:
                 self.ctx,
                 created.view(),
                 functools.partial(_bind_volume, volume),
+            )
+            claim_name = claim["metadata"]["name"]
+            pod_name = sts_pods.pod_name(self.name, ordinal)
+            await self._event(
+                "SuccessfulCreate", f"create Claim {claim_name} Pod {pod_name} in StatefulSet"
             )
             status = sts_pods.bound_claim_status(bound.view())
             await self.objects.write_status(

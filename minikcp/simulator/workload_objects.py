@@ -295,8 +295,9 @@ class WorkloadObjects:
         reason: str,
         message: str,
         component: str,
+        event_type: str = "Normal",
     ) -> None:
-        """A Normal event about `obj`, as client-go's recorder writes one; best effort."""
+        """An event about `obj`, as client-go's recorder writes one; best effort."""
         meta = obj["metadata"]
         stamp = rollout.rfc3339(time.time())
         event = {
@@ -313,7 +314,7 @@ class WorkloadObjects:
             },
             "reason": reason,
             "message": message,
-            "type": "Normal",
+            "type": event_type,
             "source": {"component": component},
             "firstTimestamp": stamp,
             "lastTimestamp": stamp,

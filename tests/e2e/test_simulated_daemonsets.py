@@ -98,6 +98,9 @@ def test_one_pod_per_node_and_rollout_status(kubectl: Kubectl) -> None:
         ]
         tolerated = {(t["key"], t["effect"]) for t in pod["spec"]["tolerations"]}
         assert ("node.kubernetes.io/not-ready", "NoExecute") in tolerated
+    described = kubectl("describe", "daemonset", "agent").stdout
+    for pod in pods:
+        assert f"Created pod: {pod['metadata']['name']}" in described
     table = kubectl("get", "daemonset", "agent").stdout
     assert f"agent   {NODES}         {NODES}         {NODES}       {NODES}" in table
 

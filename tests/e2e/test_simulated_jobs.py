@@ -89,6 +89,9 @@ def test_pods_run_to_completion_and_kubectl_wait(kubectl: Kubectl) -> None:
         assert (ref["kind"], ref["uid"]) == ("Job", done["metadata"]["uid"])
         assert ref["controller"] is True and ref["blockOwnerDeletion"] is True
         assert pod["spec"]["nodeName"].startswith("sim-node-")
+    described = kubectl("describe", "job", "batch").stdout
+    assert "Job completed" in described
+    assert described.count("Created pod: batch-") == 3
     table = kubectl("get", "job", "batch").stdout
     assert "Complete   3/3" in table
     assert kubectl("get", "pods", "-l", "job-name=batch").stdout.count("Completed") == 3
@@ -104,6 +107,8 @@ def test_failing_pods_exceed_the_backoff_limit(kubectl: Kubectl) -> None:
     for kind in ("FailureTarget", "Failed"):
         assert found[kind]["reason"] == "BackoffLimitExceeded"
         assert found[kind]["message"] == "Job has reached the specified backoff limit"
+    described = kubectl("describe", "job", "fails").stdout
+    assert "Warning  BackoffLimitExceeded" in described
     phases = [p["status"]["phase"] for p in pods_of(kubectl, "fails")]
     assert phases == ["Failed", "Failed"]
     terminated = pods_of(kubectl, "fails")[0]["status"]["containerStatuses"][0]["state"]

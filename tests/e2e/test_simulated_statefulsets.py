@@ -140,6 +140,13 @@ def test_ordered_pods_claims_and_revisions(kubectl: Kubectl) -> None:
     assert cr["metadata"]["ownerReferences"][0]["uid"] == sts["metadata"]["uid"]
     table = kubectl("get", "statefulset", "db").stdout
     assert "db     3/3" in table
+    described = kubectl("describe", "statefulset", "db").stdout
+    for line in (
+        "create Claim data-db-0 Pod db-0 in StatefulSet db success",
+        "create Pod db-0 in StatefulSet db successful",
+        "create Pod db-2 in StatefulSet db successful",
+    ):
+        assert line in described
 
 
 def test_rolling_update_goes_from_the_highest_ordinal_down(kubectl: Kubectl) -> None:
@@ -214,6 +221,9 @@ def test_scale_down_from_the_top_and_parallel_scale_up(kubectl: Kubectl) -> None
     eventually(lambda: sorted(pods_of(kubectl, "par")) == ["par-0", "par-1"])
     status = eventually(
         lambda: (s := kubectl.get("statefulset", "par")["status"])["replicas"] == 2 and s
+    )
+    assert "delete Pod par-4 in StatefulSet par successful" in (
+        kubectl("describe", "statefulset", "par").stdout
     )
     assert (status["readyReplicas"], status["availableReplicas"]) == (2, 2)
 
