@@ -146,6 +146,31 @@ def finished(job: Mapping[str, Any]) -> str | None:
     return None
 
 
+def reconcile_active(
+    status: dict[str, Any], jobs: list[Mapping[str, Any]]
+) -> tuple[list[Mapping[str, Any]], list[Mapping[str, Any]]]:
+    """As syncCronJob: references to Jobs that are gone or finished leave `status.active`, and
+    any succeeded Job moves lastSuccessfulTime forward. Returns the running Jobs of the active
+    list and the finished ones that left it."""
+    active_uids = {ref.get("uid") for ref in status.get("active") or ()}
+    left: list[Mapping[str, Any]] = []
+    for job in jobs:
+        outcome = finished(job)
+        if outcome is None:
+            continue
+        if job["metadata"].get("uid") in active_uids:
+            left.append(job)
+        completed = (job.get("status") or {}).get("completionTime")
+        if outcome == "Complete" and completed:
+            last = status.get("lastSuccessfulTime")
+            if last is None or completed > last:
+                status["lastSuccessfulTime"] = completed
+    running = {j["metadata"].get("uid"): j for j in jobs if finished(j) is None}
+    status["active"] = [ref for ref in status.get("active") or () if ref.get("uid") in running]
+    kept = {ref.get("uid") for ref in status["active"]}
+    return [j for uid, j in running.items() if uid in kept], left
+
+
 def history_surplus(cj: Mapping[str, Any], jobs: Sequence[Mapping[str, Any]]) -> list[str]:
     """cleanupFinishedJobs: names of finished Jobs beyond successfulJobsHistoryLimit (3) and
     failedJobsHistoryLimit (1), oldest (by start time) first."""

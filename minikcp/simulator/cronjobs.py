@@ -62,7 +62,16 @@ class CronJobController:
             if (rollout.controller_of(j.view()) or {}).get("uid") == uid
         ]
         status = dict(cj.get("status") or {})
-        running = _reconcile_active(status, jobs)
+        running, finished = cronjob_plans.reconcile_active(status, jobs)
+        for job in finished:
+            outcome = cronjob_plans.finished(job)
+            await objects.record_event(
+                ctx,
+                cj,
+                "SawCompletedJob",
+                f"Saw completed job: {job['metadata']['name']}, condition: {outcome}",
+                _COMPONENT,
+            )
         decision = cronjob_plans.decide(
             cj, schedule, clock, [j["metadata"]["name"] for j in running]
         )
@@ -126,31 +135,6 @@ class CronJobController:
             ctx, cj, "SuccessfulCreate", f"Created job {body['metadata']['name']}", _COMPONENT
         )
         return stored.view()
-
-
-def _reconcile_active(
-    status: dict[str, Any], jobs: list[Mapping[str, Any]]
-) -> list[Mapping[str, Any]]:
-    """Active references to Jobs that finished or are gone leave `status.active`; the running
-    Jobs are returned. A finished success moves lastSuccessfulTime forward."""
-    by_uid = {j["metadata"].get("uid"): j for j in jobs}
-    kept = []
-    for ref in status.get("active") or ():
-        job = by_uid.get(ref.get("uid"))
-        if job is None:
-            continue
-        outcome = cronjob_plans.finished(job)
-        if outcome is None:
-            kept.append(ref)
-            continue
-        completed = (job.get("status") or {}).get("completionTime")
-        if outcome == "Complete" and completed:
-            last = status.get("lastSuccessfulTime")
-            if last is None or completed > last:
-                status["lastSuccessfulTime"] = completed
-    status["active"] = kept
-    names = {ref.get("name") for ref in kept}
-    return [j for j in jobs if j["metadata"]["name"] in names]
 
 
 def _skip_message(decision: cronjob_plans.Decision) -> str:

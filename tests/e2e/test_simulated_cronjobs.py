@@ -109,6 +109,7 @@ def test_an_activation_starts_a_job_and_records_its_success(
     assert done["lastScheduleTime"] == scheduled
     described = kubectl("describe", "cronjob", "tick").stdout
     assert f"Created job {started['metadata']['name']}" in described
+    assert f"Saw completed job: {started['metadata']['name']}, condition: Complete" in described
     # A suspended CronJob starts nothing.
     assert jobs_of(kubectl, "paused") == []
     assert "lastScheduleTime" not in kubectl.get("cronjob", "paused").get("status", {})

@@ -219,3 +219,30 @@ def test_history_limits_keep_the_newest() -> None:
     ]
     cj = cronjob(successfulJobsHistoryLimit=1)
     assert cronjob_plans.history_surplus(cj, jobs) == ["ok1", "bad1"]
+
+
+def test_reconcile_active_drops_finished_and_gone_jobs() -> None:
+    def job_of(uid: str, outcome: str | None, completed: str = "") -> dict[str, Any]:
+        status: dict[str, Any] = {}
+        if outcome is not None:
+            status["conditions"] = [{"type": outcome, "status": "True"}]
+        if completed:
+            status["completionTime"] = completed
+        return {"metadata": {"name": f"tick-{uid}", "uid": uid}, "status": status}
+
+    jobs = [
+        job_of("run", None),
+        job_of("ok", "Complete", "2026-01-01T00:02:00Z"),
+        job_of("bad", "Failed"),
+        # Not in the active list (e.g. started by hand): its success still counts.
+        job_of("manual", "Complete", "2026-01-01T00:05:00Z"),
+    ]
+    refs = [{"uid": u, "name": f"tick-{u}"} for u in ("run", "ok", "bad", "gone")]
+    status: dict[str, Any] = {"active": refs, "lastSuccessfulTime": "2026-01-01T00:01:00Z"}
+    running, finished = cronjob_plans.reconcile_active(status, jobs)
+    assert [j["metadata"]["uid"] for j in running] == ["run"]
+    assert sorted(j["metadata"]["uid"] for j in finished) == ["bad", "ok"]
+    assert status == {
+        "active": [{"uid": "run", "name": "tick-run"}],
+        "lastSuccessfulTime": "2026-01-01T00:05:00Z",
+    }
