@@ -3,11 +3,12 @@
 
 A Job pod runs (Running and Ready) for `sim.minikcp.io/run-for` seconds (on the pod template
 or the Job; default `--rollout-delay`), then succeeds, or fails with exit code 1 when
-`sim.minikcp.io/fail` is "true". Pods carry the `batch.kubernetes.io/job-tracking` finalizer
-until the Job has counted them, as upstream. `next_steps` gives the pods to create (by
-completion index for Indexed Jobs) or delete, and the terminal condition once reached:
-SuccessCriteriaMet then Complete (CompletionsReached), or FailureTarget then Failed
-(BackoffLimitExceeded, DeadlineExceeded), as 1.31+ write them.
+`sim.minikcp.io/fail` is "true" (with restartPolicy OnFailure its container restarts instead,
+with the kubelet's back-off, and the restarts count against backoffLimit). Pods carry the
+`batch.kubernetes.io/job-tracking` finalizer until the Job has counted them, as upstream.
+`next_steps` gives the pods to create (by completion index for Indexed Jobs) or delete, and the
+terminal condition once reached: SuccessCriteriaMet then Complete (CompletionsReached), or
+FailureTarget then Failed (BackoffLimitExceeded, DeadlineExceeded), as 1.31+ write them.
 """
 
 from __future__ import annotations
@@ -188,6 +189,27 @@ class Steps:
     finish: tuple[str, str, str] | None = None
 
 
+def restarts(pod: Mapping[str, Any]) -> int:
+    status = pod.get("status") or {}
+    return sum(
+        c.get("restartCount", 0)
+        for c in (status.get("initContainerStatuses") or [])
+        + (status.get("containerStatuses") or [])
+    )
+
+
+def _past_restart_limit(
+    job: Mapping[str, Any], active: Sequence[Mapping[str, Any]], limit: int
+) -> bool:
+    """pastBackoffLimitOnFailure: with restartPolicy OnFailure failures are container restarts
+    in running pods; the Job fails once they reach backoffLimit (any, for a limit of 0)."""
+    template_spec = job.get("spec", {}).get("template", {}).get("spec") or {}
+    if template_spec.get("restartPolicy") != "OnFailure":
+        return False
+    total = sum(restarts(p) for p in active)
+    return total > 0 if limit == 0 else total >= limit
+
+
 def _succeeded(
     job: Mapping[str, Any],
     active: Sequence[Mapping[str, Any]],
@@ -216,7 +238,9 @@ def next_steps(
     backoff_limit = spec.get("backoffLimit", 6)
     deadline = spec.get("activeDeadlineSeconds")
     want = completions(job)
-    if isinstance(backoff_limit, int) and failed > backoff_limit:
+    if isinstance(backoff_limit, int) and (
+        failed > backoff_limit or _past_restart_limit(job, active, backoff_limit)
+    ):
         steps.finish = ("FailureTarget", BACKOFF_REASON, BACKOFF_MESSAGE)
     elif isinstance(deadline, int) and started is not None and now - started >= deadline:
         steps.finish = ("FailureTarget", DEADLINE_REASON, DEADLINE_MESSAGE)

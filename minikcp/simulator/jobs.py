@@ -176,10 +176,21 @@ class _JobPass:
         await self.objects.record_event(self.ctx, self.job, reason, message, _COMPONENT, event_type)
 
     async def _kubelet(self, pod: Mapping[str, Any]) -> Mapping[str, Any]:
-        """Running and Ready at once; Succeeded or Failed after its run time."""
+        """Running and Ready at once; Succeeded or Failed after its run time, or restarting its
+        container (OnFailure)."""
         run_for, fails = job_pods.run_plan(pod, self.job, self.options)
-        ends = self.objects.started(pod) + run_for
-        if self.now >= ends:
+        started = self.objects.started(pod)
+        ends = started + run_for
+        if fails and (pod.get("spec") or {}).get("restartPolicy") == "OnFailure":
+            plan = pod_lifecycle.Plan(pod_lifecycle.Behaviour.CRASH_LOOP, run_for)
+            state, next_change = pod_lifecycle.desired_state(plan, started, self.now)
+            if self.now < ends:
+                state = pod_lifecycle.State(ready=True)  # running until its first exit
+            self.result.due(next_change)
+            if pod_lifecycle.current_state(pod) == state:
+                return pod
+            status = pod_lifecycle.pod_status(pod, state, self.now)
+        elif self.now >= ends:
             status = job_pods.finished_status(pod, not fails, self.now)
         elif pod_lifecycle.current_state(pod) is None:
             status = pod_lifecycle.pod_status(pod, pod_lifecycle.State(ready=True), self.now)

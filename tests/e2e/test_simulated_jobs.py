@@ -115,6 +115,19 @@ def test_failing_pods_exceed_the_backoff_limit(kubectl: Kubectl) -> None:
     assert terminated["terminated"]["exitCode"] == 1
 
 
+def test_restarts_on_failure_count_against_the_backoff_limit(kubectl: Kubectl) -> None:
+    body = json.loads(job("restarts", {"sim.minikcp.io/fail": "true"}, backoffLimit=1))
+    body["spec"]["template"]["spec"]["restartPolicy"] = "OnFailure"
+    kubectl("apply", "-f", "-", input=json.dumps(body))
+    # The container exits, the kubelet restarts it (restartCount 1): the limit is reached.
+    kubectl("wait", "--for=condition=failed", "job/restarts", "--timeout=30s")
+    failed = kubectl.get("job", "restarts")
+    assert conditions(failed)["Failed"]["reason"] == "BackoffLimitExceeded"
+    assert failed["status"]["failed"] == 1 and "active" not in failed["status"]
+    # The running pod was deleted when the Job failed.
+    eventually(lambda: not pods_of(kubectl, "restarts"))
+
+
 def test_indexed_job_completes_every_index(kubectl: Kubectl) -> None:
     kubectl(
         "apply",

@@ -92,6 +92,21 @@ def test_job_next_steps(
     assert (steps.finish[0] if steps.finish else None) == finish, case
 
 
+def test_container_restarts_count_with_on_failure() -> None:
+    on_failure = job(backoffLimit=2)
+    on_failure["spec"]["template"] = {"spec": {"restartPolicy": "OnFailure"}}
+    pod = running("a")[0]
+    pod["status"]["containerStatuses"] = [{"restartCount": 1}]
+    assert job_pods.next_steps(on_failure, [pod], 0, 0, set(), NOW, NOW).finish is None
+    pod["status"]["containerStatuses"] = [{"restartCount": 2}]
+    steps = job_pods.next_steps(on_failure, [pod], 0, 0, set(), NOW, NOW)
+    assert steps.finish is not None and steps.finish[1] == "BackoffLimitExceeded"
+    # With Never the restarts are not the kubelet's: failed pods count instead.
+    never = job(backoffLimit=2)
+    never["spec"]["template"] = {"spec": {"restartPolicy": "Never"}}
+    assert job_pods.next_steps(never, [pod], 0, 0, set(), NOW, NOW).finish is None
+
+
 def test_job_deadline_and_indexed_jobs() -> None:
     late = job_pods.next_steps(
         job(activeDeadlineSeconds=10), running("a"), 0, 0, set(), NOW - 10, NOW
