@@ -56,6 +56,12 @@ def update_strategy(sts: Mapping[str, Any]) -> tuple[str, int]:
     return kind, partition if isinstance(partition, int) else 0
 
 
+def retention(sts: Mapping[str, Any]) -> tuple[str, str]:
+    """(whenDeleted, whenScaled) of the claim retention policy; Retain unless set."""
+    policy = sts.get("spec", {}).get("persistentVolumeClaimRetentionPolicy") or {}
+    return policy.get("whenDeleted", "Retain"), policy.get("whenScaled", "Retain")
+
+
 def revision_of(pod: Mapping[str, Any]) -> str:
     return str((pod.get("metadata", {}).get("labels") or {}).get(REVISION_LABEL, ""))
 
@@ -136,7 +142,6 @@ def claims_for(sts: Mapping[str, Any], ordinal_: int) -> list[dict[str, Any]]:
     meta = sts["metadata"]
     spec = sts.get("spec", {})
     selector_labels = (spec.get("selector") or {}).get("matchLabels") or {}
-    policy = spec.get("persistentVolumeClaimRetentionPolicy") or {}
     out = []
     for template in spec.get("volumeClaimTemplates") or ():
         template_meta = template.get("metadata") or {}
@@ -147,7 +152,7 @@ def claims_for(sts: Mapping[str, Any], ordinal_: int) -> list[dict[str, Any]]:
         }
         if template_meta.get("annotations"):
             claim_meta["annotations"] = dict(template_meta["annotations"])
-        if policy.get("whenDeleted") == "Delete":
+        if retention(sts)[0] == "Delete":
             ref = rollout.controller_ref(sts)
             del ref["controller"]
             claim_meta["ownerReferences"] = [ref]

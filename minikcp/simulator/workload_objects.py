@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from minikcp.machinery import errors
+from minikcp.machinery import errors, list_options
 from minikcp.registry import informer, registry
 from minikcp.registry import store as generic_store
 from minikcp.registry.objects import RequestContext, StoredObject, WriteOptions
@@ -100,6 +100,14 @@ class WorkloadObjects:
         if found is not None and cache is not None:
             cache.record(found)
         return found
+
+    async def list_namespace(
+        self, plural: str, ctx: RequestContext, namespace: str
+    ) -> list[Mapping[str, Any]]:
+        """Every object of the kind in one namespace, as stored now (for rare sweeps)."""
+        store, _ = self._kinds[plural]
+        listing = await store.list(ctx, namespace, list_options.ListOptions())
+        return [obj.view() for obj in listing.items]
 
     def owned(
         self, plural: str, cluster: str, namespace: str, owner_kind: str, owner: str

@@ -238,3 +238,29 @@ def test_deleting_the_set_deletes_pods_and_revisions_but_keeps_claims(kubectl: K
     )
     claims = json.loads(kubectl("get", "pvc", "-o", "json").stdout)["items"]
     assert sorted(c["metadata"]["name"] for c in claims) == ["data-gone-0", "data-gone-1"]
+
+
+def test_claims_go_with_the_set_and_its_scale_down_when_asked(kubectl: Kubectl) -> None:
+    body = json.loads(statefulset("temp", 2))
+    body["spec"]["persistentVolumeClaimRetentionPolicy"] = {
+        "whenDeleted": "Delete",
+        "whenScaled": "Delete",
+    }
+    kubectl("apply", "-f", "-", input=json.dumps(body))
+    kubectl("rollout", "status", "statefulset/temp", "--timeout=30s")
+    uid = kubectl.get("statefulset", "temp")["metadata"]["uid"]
+
+    def claims() -> list[dict[str, Any]]:
+        found: list[dict[str, Any]] = json.loads(kubectl("get", "pvc", "-o", "json").stdout)[
+            "items"
+        ]
+        return found
+
+    for claim in claims():
+        (ref,) = claim["metadata"]["ownerReferences"]
+        assert (ref["kind"], ref["uid"], ref["blockOwnerDeletion"]) == ("StatefulSet", uid, True)
+        assert "controller" not in ref
+    kubectl("scale", "statefulset/temp", "--replicas=1")
+    eventually(lambda: [c["metadata"]["name"] for c in claims()] == ["data-temp-0"])
+    kubectl("delete", "statefulset", "temp")
+    eventually(lambda: not claims())
