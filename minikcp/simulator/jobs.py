@@ -168,6 +168,8 @@ class _JobPass:
         # Counted now: their finalizers go (after the status holds them, as upstream).
         for pod in counted:
             await self._release(pod)
+            if pod["metadata"].get("deletionTimestamp"):
+                self.result.again = True  # the kubelet ends it, now that nothing holds it
         deadline = job.get("spec", {}).get("activeDeadlineSeconds")
         if isinstance(deadline, int) and started is not None and steps.finish is None:
             self.result.due(started + deadline)

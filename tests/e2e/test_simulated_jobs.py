@@ -173,6 +173,25 @@ def test_finished_job_goes_after_its_ttl_and_takes_its_pods(kubectl: Kubectl) ->
     eventually(lambda: not pods_of(kubectl, "brief"))
 
 
+def test_a_deleted_pod_counts_as_failed_and_is_replaced(kubectl: Kubectl) -> None:
+    kubectl("apply", "-f", "-", input=job("again", {"sim.minikcp.io/run-for": "60"}))
+    (first,) = eventually(lambda: pods_of(kubectl, "again"))
+    assert first["metadata"]["finalizers"] == ["batch.kubernetes.io/job-tracking"]
+    kubectl("delete", "pod", first["metadata"]["name"], "--wait=false")
+    (replacement,) = eventually(
+        lambda: [
+            p
+            for p in pods_of(kubectl, "again")
+            if p["metadata"]["name"] != first["metadata"]["name"]
+        ]
+    )
+    # The deleted pod is gone (counted, its finalizer removed), and the Job says so.
+    eventually(lambda: len(pods_of(kubectl, "again")) == 1)
+    status = eventually(lambda: (s := kubectl.get("job", "again")["status"]).get("failed") and s)
+    assert (status["failed"], status["active"]) == (1, 1)
+    assert replacement["metadata"]["ownerReferences"][0]["kind"] == "Job"
+
+
 def test_deleting_a_running_job_deletes_its_pods(kubectl: Kubectl) -> None:
     kubectl("apply", "-f", "-", input=job("cut", {"sim.minikcp.io/run-for": "60"}))
     eventually(lambda: pods_of(kubectl, "cut"))
