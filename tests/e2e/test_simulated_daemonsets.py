@@ -117,6 +117,14 @@ def test_node_selector_picks_nodes(kubectl: Kubectl) -> None:
     assert pod["spec"]["nodeName"] == "sim-node-2"
     status = kubectl.get("daemonset", "one")["status"]
     assert (status["desiredNumberScheduled"], status["numberAvailable"]) == (1, 1)
+    # A deleted daemon pod is replaced on its node.
+    kubectl("delete", "pod", pod["metadata"]["name"])
+    (again,) = eventually(
+        lambda: [
+            p for p in pods_of(kubectl, "one") if p["metadata"]["uid"] != pod["metadata"]["uid"]
+        ]
+    )
+    assert again["spec"]["nodeName"] == "sim-node-2"
 
 
 @pytest.mark.parametrize(

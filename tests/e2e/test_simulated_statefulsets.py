@@ -225,6 +225,16 @@ def test_scale_down_from_the_top_and_parallel_scale_up(kubectl: Kubectl) -> None
     assert "delete Pod par-4 in StatefulSet par successful" in (
         kubectl("describe", "statefulset", "par").stdout
     )
+    # A deleted pod comes back under its name, with a new uid.
+    uid = pods_of(kubectl, "par")["par-0"]["metadata"]["uid"]
+    kubectl("delete", "pod", "par-0")
+    eventually(
+        lambda: (
+            (p := pods_of(kubectl, "par").get("par-0")) is not None
+            and p["metadata"]["uid"] != uid
+            and p["status"].get("phase") == "Running"
+        )
+    )
     assert (status["readyReplicas"], status["availableReplicas"]) == (2, 2)
 
 
