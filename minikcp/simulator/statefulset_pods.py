@@ -206,7 +206,7 @@ def next_steps(
     kind, partition = update_strategy(sts)
 
     def revision_for(ordinal_: int) -> str:
-        keeps_current = kind == "RollingUpdate" and ordinal_ < partition
+        keeps_current = kind == "RollingUpdate" and ordinal_ < start + partition
         return current_revision if keeps_current else update_revision
 
     for ordinal_ in range(start, end):
@@ -234,7 +234,7 @@ def next_steps(
             return steps
     if steps.create or steps.delete or kind != "RollingUpdate":
         return steps
-    for ordinal_ in range(end - 1, max(start + partition, start) - 1, -1):
+    for ordinal_ in range(end - 1, start + max(partition, 0) - 1, -1):
         pod = pods.get(ordinal_)
         if pod is None:
             return steps
