@@ -65,7 +65,8 @@ class Controller(Protocol):
 
 
 class WorkloadSimulator:
-    """Deployments -> ReplicaSets -> Pods in every logical cluster of the process."""
+    """Deployments -> ReplicaSets -> Pods, and the other workload kinds' controllers, in every
+    logical cluster of the process."""
 
     def __init__(self, reg: registry.Registry, options: SimulatorOptions) -> None:
         self._options = options
