@@ -209,13 +209,19 @@ def test_partition_keeps_lower_ordinals(kubectl: Kubectl) -> None:
 
 
 def test_scale_down_from_the_top_and_parallel_scale_up(kubectl: Kubectl) -> None:
-    kubectl("apply", "-f", "-", input=statefulset("par", 2, parallel=True, claims=False))
+    body = json.loads(statefulset("par", 2, parallel=True, claims=False))
+    ready_after = 2.0
+    body["spec"]["template"]["metadata"]["annotations"] = {
+        "sim.minikcp.io/ready-after": str(ready_after)
+    }
+    kubectl("apply", "-f", "-", input=json.dumps(body))
     kubectl("rollout", "status", "statefulset/par", "--timeout=30s")
     started = time.monotonic()
     kubectl("scale", "statefulset/par", "--replicas=5")
     kubectl("rollout", "status", "statefulset/par", "--timeout=30s")
-    # Parallel: the three new pods start together, not one after another.
-    assert time.monotonic() - started < 3 * DELAY + 2.0
+    # Parallel: the three new pods start together (one delay), not one after another (three).
+    elapsed = time.monotonic() - started
+    assert ready_after - 0.1 <= elapsed < 3 * ready_after, elapsed
     assert sorted(pods_of(kubectl, "par")) == [f"par-{i}" for i in range(5)]
     kubectl("scale", "statefulset/par", "--replicas=2")
     eventually(lambda: sorted(pods_of(kubectl, "par")) == ["par-0", "par-1"])
