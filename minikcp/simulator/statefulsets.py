@@ -28,6 +28,8 @@ from minikcp.simulator.pass_result import Enqueue, PassResult
 from minikcp.simulator.workload_objects import WorkloadObjects
 
 KIND = "StatefulSet"
+# Seconds the kubelet takes to stop a deleted pod's containers before the name is free again.
+STOP_CONTAINERS = 0.5
 _COMPONENT = "statefulset-controller"
 _CHILDREN = ("pods", "controllerrevisions")
 
@@ -245,10 +247,16 @@ class _StatefulSetPass:
             if ref.get("uid") != uid or ordinal is None:
                 continue
             if replica_set_pass.finishes_termination(pod):
-                await self.objects.delete("pods", self.ctx, pod)
-                self.result.writes += 1
-                self.result.again = True
-                continue
+                ends = self.objects.terminating_since(pod, self.now) + STOP_CONTAINERS
+                if self.now < ends:
+                    # Still stopping: the name is not free yet (a client that saw the pod
+                    # terminating finds it so, not already replaced).
+                    self.result.due(ends)
+                else:
+                    await self.objects.delete("pods", self.ctx, pod)
+                    self.result.writes += 1
+                    self.result.again = True
+                    continue
             pods[ordinal] = pod
         return pods
 

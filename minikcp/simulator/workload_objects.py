@@ -62,6 +62,7 @@ class WorkloadObjects:
         }
         # When pods this process created started: more precise than whole-second timestamps.
         self._started: dict[str, float] = {}
+        self._terminating: dict[str, float] = {}
         self.nodes = nodes.names(node_count)
         self._placed = 0
 
@@ -158,6 +159,10 @@ class WorkloadObjects:
             return known
         return rollout.parse_time(meta.get("creationTimestamp", "")) or time.time()
 
+    def terminating_since(self, pod: Mapping[str, Any], now: float) -> float:
+        """When this process first saw the pod in graceful deletion (now, the first time)."""
+        return self._terminating.setdefault(pod["metadata"].get("uid", ""), now)
+
     def next_node(self) -> str:
         """The node for a pod that may run anywhere: the simulated nodes in turn."""
         self._placed += 1
@@ -165,6 +170,7 @@ class WorkloadObjects:
 
     def forget_pod(self, uid: str) -> None:
         self._started.pop(uid, None)
+        self._terminating.pop(uid, None)
 
     # -- writes -------------------------------------------------------------------------------
 
