@@ -1,12 +1,15 @@
-"""Workload simulator benchmark: many Deployments rolled out by one `--simulate-workloads` process.
+"""Workload simulator benchmark: many Deployments (or StatefulSets) rolled out by one
+`--simulate-workloads` process.
 
-Creates N Deployments (R replicas each) with C concurrent HTTPS clients, then changes every
-Deployment's image, then deletes them all. Prints, per phase: the p50/p99 time from the request
-to the Deployment being rolled out (as `kubectl rollout status` judges it) minus the configured
-pod delay, i.e. what the simulator adds; writes the simulator made per Deployment (watch events
-on deployments, replicasets and pods); and the server's CPU seconds. Clients and server share
-the machine's cores, so figures vary with what else runs.
+Creates N workloads (R replicas each) with C concurrent HTTPS clients, then changes every
+workload's image, then deletes them all. Prints, per phase: the p50/p99 time from the request
+to the workload being rolled out (as `kubectl rollout status` judges it) minus the configured
+pod delays it must wait for, i.e. what the simulator adds; writes the simulator made per
+workload (watch events on the workloads, their ReplicaSets or ControllerRevisions, and pods);
+and the server's CPU seconds. Clients and server share the machine's cores, so figures vary
+with what else runs.
 Run: python bench/simulator_bench.py [--deployments 1000] [--replicas 2] [--delay 1]
+                                     [--kind statefulsets]
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import math
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -41,14 +45,73 @@ def _rolling_steps(replicas: int) -> int:
     return math.ceil(replicas / surge)
 
 
-class Observer:
-    """Watches the three resources; counts events and notes when each Deployment is done."""
+def _statefulset(name: str, replicas: int, image: str) -> dict[str, Any]:
+    body = deployments.manifest(name, replicas, image)
+    body["kind"] = "StatefulSet"
+    body["spec"]["serviceName"] = name
+    return body
 
-    def __init__(self) -> None:
+
+def _statefulset_rolled_out(obj: dict[str, Any]) -> bool:
+    """kubectl's rollout status check of a StatefulSet with a RollingUpdate (partition 0)."""
+    want = obj.get("spec", {}).get("replicas", 1)
+    status = obj.get("status") or {}
+    return bool(
+        obj["metadata"].get("generation", 0) <= status.get("observedGeneration", 0)
+        and status.get("readyReplicas", 0) >= want
+        and status.get("updatedReplicas", 0) >= want
+    )
+
+
+@dataclass(frozen=True)
+class Workload:
+    """What the benchmark creates: its kind, what it owns besides pods, how it is judged done,
+    and how many pod delays its creation and its rolling update wait for."""
+
+    plural: str
+    kind: str
+    child_plural: str
+    child_kind: str
+    manifest: Any
+    rolled_out: Any
+    create_steps: Any
+    update_steps: Any
+
+
+WORKLOADS = {
+    "deployments": Workload(
+        "deployments",
+        "Deployment",
+        "replicasets",
+        "ReplicaSet",
+        deployments.manifest,
+        deployments.rolled_out,
+        lambda replicas: 1,
+        _rolling_steps,
+    ),
+    # OrderedReady: one pod after another, on creation and in the rolling update.
+    "statefulsets": Workload(
+        "statefulsets",
+        "StatefulSet",
+        "controllerrevisions",
+        "ControllerRevision",
+        _statefulset,
+        _statefulset_rolled_out,
+        lambda replicas: replicas,
+        lambda replicas: replicas,
+    ),
+}
+
+
+class Observer:
+    """Watches the three resources; counts events and notes when each workload is done."""
+
+    def __init__(self, workload: Workload) -> None:
+        self.workload = workload
         self.events: collections.Counter[str] = collections.Counter()
         self.done_at: dict[str, float] = {}
         self.pods: set[str] = set()
-        self.replica_sets: set[str] = set()
+        self.children: set[str] = set()
         self.watching = 0
 
     async def watch(self, session: aiohttp.ClientSession, base: str, path: str) -> None:
@@ -62,12 +125,12 @@ class Observer:
                 name = obj.get("metadata", {}).get("name", "")
                 self.events[kind] += 1
                 live = event["type"] != "DELETED"
-                if kind == "Deployment" and live and deployments.rolled_out(obj):
+                if kind == self.workload.kind and live and self.workload.rolled_out(obj):
                     self.done_at.setdefault(name, time.perf_counter())
                 elif kind == "Pod":
                     (self.pods.add if live else self.pods.discard)(name)
-                elif kind == "ReplicaSet":
-                    (self.replica_sets.add if live else self.replica_sets.discard)(name)
+                elif kind == self.workload.child_kind:
+                    (self.children.add if live else self.children.discard)(name)
 
 
 async def _phase(
@@ -89,7 +152,8 @@ async def _phase(
     total = time.perf_counter() - t0
     delta = observer.events - before_events
     n = len(names)
-    print(f"{label}: {n} deployments, requests {n / requests:.0f}/s, all done in {total:.1f}s")
+    plural = observer.workload.plural
+    print(f"{label}: {n} {plural}, requests {n / requests:.0f}/s, all done in {total:.1f}s")
     latencies = [observer.done_at[k] - started[k] - delay for k in names if k in observer.done_at]
     if latencies:
         print(
@@ -98,7 +162,7 @@ async def _phase(
             f" ({len(latencies)}/{n} done)"
         )
     print(
-        "  events per deployment: "
+        f"  events per {observer.workload.kind}: "
         + ", ".join(f"{kind} {count / n:.1f}" for kind, count in sorted(delta.items()))
     )
     print(f"  server CPU: {measure.cpu_seconds(pid) - cpu:.1f}s")
@@ -109,21 +173,24 @@ async def bench(server: server_process.ServerProcess, args: argparse.Namespace) 
     headers = {"Content-Type": "application/json", "Accept": "application/json"}
     base = server.base_url
     names = [f"d{i:05d}" for i in range(args.deployments)]
-    observer = Observer()
+    workload = WORKLOADS[args.kind]
+    observer = Observer(workload)
     pid = server.process.pid
     async with aiohttp.ClientSession(connector=connector, headers=headers) as session:
         watches = [
-            asyncio.create_task(observer.watch(session, base, f"{APPS}/deployments")),
-            asyncio.create_task(observer.watch(session, base, f"{APPS}/replicasets")),
+            asyncio.create_task(observer.watch(session, base, f"{APPS}/{workload.plural}")),
+            asyncio.create_task(observer.watch(session, base, f"{APPS}/{workload.child_plural}")),
             asyncio.create_task(observer.watch(session, base, f"{CORE}/pods")),
         ]
         while observer.watching < 3:
             await asyncio.sleep(0.05)
 
-        url = f"{base}{APPS}/deployments"
+        url = f"{base}{APPS}/{workload.plural}"
 
         async def create(name: str) -> None:
-            await deployments.create(session, url, name, args.replicas, "nginx:1.26")
+            body = orjson.dumps(workload.manifest(name, args.replicas, "nginx:1.26"))
+            async with session.post(url, data=body) as resp:
+                assert resp.status == 201, await resp.text()
 
         async def set_image(name: str) -> None:
             await deployments.set_image(session, url, name, "nginx:1.27")
@@ -138,12 +205,14 @@ async def bench(server: server_process.ServerProcess, args: argparse.Namespace) 
             return everything <= observer.done_at.keys()
 
         def all_gone() -> bool:
-            return not observer.pods and not observer.replica_sets
+            return not observer.pods and not observer.children
 
         # (label, request, pod delays a rollout waits for, when the phase is over)
+        create_delay = args.delay * workload.create_steps(args.replicas)
+        update_delay = args.delay * workload.update_steps(args.replicas)
         phases = [
-            ("create", create, args.delay, all_rolled_out),
-            ("image change", set_image, args.delay * _rolling_steps(args.replicas), all_rolled_out),
+            ("create", create, create_delay, all_rolled_out),
+            ("image change", set_image, update_delay, all_rolled_out),
             ("delete", delete, 0.0, all_gone),
         ]
         for label, act, delay, done in phases:
@@ -159,6 +228,7 @@ def main() -> None:
     parser.add_argument("--replicas", type=int, default=2)
     parser.add_argument("--delay", type=float, default=1.0)
     parser.add_argument("--clients", type=int, default=16)
+    parser.add_argument("--kind", choices=sorted(WORKLOADS), default="deployments")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         server = server_process.start_server(

@@ -21,6 +21,22 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[server_process.
     assert "Traceback" not in proc.log(), proc.log()
 
 
+@pytest.fixture(scope="session")
+def simulated_server(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[server_process.ServerProcess]:
+    """A server acting as a physical cluster (`--simulate-workloads`), for tests of rollouts:
+    without it nothing runs a workload's pods and its status says so."""
+    proc = server_process.start_server(
+        tmp_path_factory.mktemp("simulated"),
+        extra_args=("--simulate-workloads", "--rollout-delay", "0.2"),
+    )
+    yield proc
+    code = proc.stop()
+    assert code == 0, f"server exited with {code}:\n{proc.log()}"
+    assert "Traceback" not in proc.log(), proc.log()
+
+
 @pytest.fixture
 def cluster() -> str:
     """A fresh logical cluster name: tests never see each other's objects."""

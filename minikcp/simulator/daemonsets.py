@@ -26,6 +26,7 @@ from minikcp.simulator.pass_result import Enqueue, PassResult
 from minikcp.simulator.workload_objects import WorkloadObjects
 
 KIND = "DaemonSet"
+_COMPONENT = "daemonset-controller"
 _CHILDREN = ("pods", "controllerrevisions")
 
 
@@ -97,11 +98,13 @@ class _DaemonSetPass:
                 await self.objects.delete("pods", self.ctx, pod)
                 pods.remove(pod)
                 self.result.writes += 1
+                await self._event("SuccessfulDelete", f"Deleted pod: {pod['metadata']['name']}")
         for node in steps.create:
             body = ds_pods.new_pod(self.ds, hash_, node)
             created = await self.objects.create("pods", self.ctx, body)
             by_node.setdefault(node, []).append(created.view())
             self.result.writes += 1
+            await self._event("SuccessfulCreate", f"Created pod: {created.metadata['name']}")
         if steps.create or steps.delete:
             self.result.again = True
         for node, pods in by_node.items():
@@ -119,6 +122,9 @@ class _DaemonSetPass:
         if status != (self.ds.get("status") or {}):
             await self.objects.write_status("daemonsets", self.ctx, self.ds, status)
             self.result.writes += 1
+
+    async def _event(self, reason: str, message: str) -> None:
+        await self.objects.record_event(self.ctx, self.ds, reason, message, _COMPONENT)
 
     async def _current_revision(self, revisions: list[Mapping[str, Any]], hash_: str) -> str:
         """constructHistory: the revision of the current template, created or renumbered."""

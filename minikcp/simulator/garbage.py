@@ -7,8 +7,10 @@ call `collect` on every pass; once a garbage collector runs in the process this 
 
 from __future__ import annotations
 
+from typing import Any
+
 from minikcp.registry.objects import RequestContext
-from minikcp.simulator import rollout
+from minikcp.simulator import job_pods, rollout
 from minikcp.simulator.workload_objects import WorkloadObjects
 
 
@@ -35,6 +37,14 @@ async def collect(
                 await collect(
                     objects, ctx, namespace, "Job", job["metadata"]["name"], None, ("pods",)
                 )
+            if job_pods.TRACKING_FINALIZER in (child.metadata.get("finalizers") or ()):
+                await objects.update("pods", ctx, child.view(), _release)
             await objects.delete(plural, ctx, child.view())
             deleted += 1
     return deleted
+
+
+def _release(pod: dict[str, Any]) -> None:
+    """The Job controller lets go of a pod of a Job that is gone."""
+    finalizers = pod["metadata"].get("finalizers") or []
+    pod["metadata"]["finalizers"] = [f for f in finalizers if f != job_pods.TRACKING_FINALIZER]

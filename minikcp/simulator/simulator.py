@@ -1,5 +1,6 @@
-"""The workload simulator: what the deployment controller, the ReplicaSet controller and the
-kubelets of a real cluster would do, so one minikcp process can stand in for a physical cluster.
+"""The workload simulator: what the deployment, ReplicaSet, StatefulSet, DaemonSet, Job and
+CronJob controllers and the kubelets of a real cluster would do, so one minikcp process can stand
+in for a physical cluster.
 
 A Deployment gets a ReplicaSet per pod template (pod-template-hash, revision, owner reference)
 and the ReplicaSets get Pods that run at once and become Ready after a delay; rolling updates,
@@ -8,12 +9,14 @@ Deployment's status. ReplicaSets of no Deployment get pods too, and pods of no R
 run. Options (flags, and annotations on a Deployment or its pod template) make pods never
 become Ready (the rollout exceeds its progress deadline) or crash-loop. What a deleted
 Deployment or ReplicaSet owned is left to the garbage collector (controllers/garbage_collector.py),
-as in a real cluster: the simulator sets owner references as upstream's controllers do.
+as in a real cluster: the simulator sets owner references as upstream's controllers do. The other
+kinds have a controller module each (`Controller` below), on the same queue; the children of
+their gone owners are still deleted by the simulator itself (`garbage`).
 
 Everything happens in-process through the registry (the same create, update and status paths
-as HTTP requests), in every logical cluster: three wildcard informers feed a deduplicating queue
-of (kind, cluster, namespace, name), a few workers reconcile, and timers bring an object back
-when one of its pods is due to change or a progress deadline passes.
+as HTTP requests), in every logical cluster: wildcard informers feed a deduplicating queue of
+(kind, cluster, namespace, name), a few workers reconcile, and timers bring an object back
+when one of its pods is due to change, a progress deadline passes or a schedule is due.
 """
 
 from __future__ import annotations
@@ -29,8 +32,10 @@ from minikcp.registry import informer, registry
 from minikcp.registry.objects import RequestContext, StoredObject
 from minikcp.runtime.work_queue import ShutDown, WorkQueue
 from minikcp.simulator import (
+    cronjobs,
     daemonsets,
     deployment_pass,
+    jobs,
     replica_set_pass,
     rollout,
     statefulsets,
@@ -62,7 +67,8 @@ class Controller(Protocol):
 
 
 class WorkloadSimulator:
-    """Deployments -> ReplicaSets -> Pods in every logical cluster of the process."""
+    """Deployments -> ReplicaSets -> Pods, and the other workload kinds' controllers, in every
+    logical cluster of the process."""
 
     def __init__(self, reg: registry.Registry, options: SimulatorOptions) -> None:
         self._options = options
@@ -78,6 +84,8 @@ class WorkloadSimulator:
         controllers: list[Controller] = [
             statefulsets.StatefulSetController(self._objects, options, self._enqueue),
             daemonsets.DaemonSetController(self._objects, options, self._enqueue),
+            jobs.JobController(self._objects, options, self._enqueue),
+            cronjobs.CronJobController(self._objects, options, self._enqueue),
         ]
         self._controllers = {c.kind: c for c in controllers}
         # The simulator reports Deployment status in every logical cluster.

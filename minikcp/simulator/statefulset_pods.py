@@ -56,6 +56,12 @@ def update_strategy(sts: Mapping[str, Any]) -> tuple[str, int]:
     return kind, partition if isinstance(partition, int) else 0
 
 
+def retention(sts: Mapping[str, Any]) -> tuple[str, str]:
+    """(whenDeleted, whenScaled) of the claim retention policy; Retain unless set."""
+    policy = sts.get("spec", {}).get("persistentVolumeClaimRetentionPolicy") or {}
+    return policy.get("whenDeleted", "Retain"), policy.get("whenScaled", "Retain")
+
+
 def revision_of(pod: Mapping[str, Any]) -> str:
     return str((pod.get("metadata", {}).get("labels") or {}).get(REVISION_LABEL, ""))
 
@@ -136,7 +142,6 @@ def claims_for(sts: Mapping[str, Any], ordinal_: int) -> list[dict[str, Any]]:
     meta = sts["metadata"]
     spec = sts.get("spec", {})
     selector_labels = (spec.get("selector") or {}).get("matchLabels") or {}
-    policy = spec.get("persistentVolumeClaimRetentionPolicy") or {}
     out = []
     for template in spec.get("volumeClaimTemplates") or ():
         template_meta = template.get("metadata") or {}
@@ -147,7 +152,7 @@ def claims_for(sts: Mapping[str, Any], ordinal_: int) -> list[dict[str, Any]]:
         }
         if template_meta.get("annotations"):
             claim_meta["annotations"] = dict(template_meta["annotations"])
-        if policy.get("whenDeleted") == "Delete":
+        if retention(sts)[0] == "Delete":
             ref = rollout.controller_ref(sts)
             del ref["controller"]
             claim_meta["ownerReferences"] = [ref]
@@ -201,7 +206,7 @@ def next_steps(
     kind, partition = update_strategy(sts)
 
     def revision_for(ordinal_: int) -> str:
-        keeps_current = kind == "RollingUpdate" and ordinal_ < partition
+        keeps_current = kind == "RollingUpdate" and ordinal_ < start + partition
         return current_revision if keeps_current else update_revision
 
     for ordinal_ in range(start, end):
@@ -229,7 +234,7 @@ def next_steps(
             return steps
     if steps.create or steps.delete or kind != "RollingUpdate":
         return steps
-    for ordinal_ in range(end - 1, max(start + partition, start) - 1, -1):
+    for ordinal_ in range(end - 1, start + max(partition, 0) - 1, -1):
         pod = pods.get(ordinal_)
         if pod is None:
             return steps

@@ -28,6 +28,9 @@ from minikcp.simulator.pass_result import Enqueue, PassResult
 from minikcp.simulator.workload_objects import WorkloadObjects
 
 KIND = "StatefulSet"
+# Seconds the kubelet takes to stop a deleted pod's containers before the name is free again.
+STOP_CONTAINERS = 0.5
+_COMPONENT = "statefulset-controller"
 _CHILDREN = ("pods", "controllerrevisions")
 
 
@@ -40,6 +43,8 @@ class StatefulSetController:
         self._objects = objects
         self._options = options
         self._enqueue = enqueue
+        # Sets deleted whose claims go with them (whenDeleted: Delete), by key: their uid.
+        self._claims_to_delete: dict[tuple[str, str, str], str] = {}
         objects.watch("apps", "statefulsets", owner_kind="", on_change=self._changed)
         objects.writes_to("", "persistentvolumeclaims")
         objects.watch(
@@ -52,6 +57,13 @@ class StatefulSetController:
     def _changed(self, new: StoredObject | None, old: StoredObject | None) -> None:
         obj = new or old
         assert obj is not None
+        if new is None and sts_pods.retention(obj.view())[0] == "Delete":
+            cluster, namespace, name = (
+                obj.cluster,
+                obj.metadata.get("namespace", ""),
+                obj.metadata["name"],
+            )
+            self._claims_to_delete[(cluster, namespace, name)] = obj.metadata.get("uid", "")
         self._enqueue(KIND, obj)
 
     def _revision_changed(self, new: StoredObject | None, old: StoredObject | None) -> None:
@@ -68,10 +80,23 @@ class StatefulSetController:
             self._objects, ctx, namespace, KIND, name, uid, _CHILDREN
         )
         if found is None or uid is None:
+            gone_uid = self._claims_to_delete.pop((ctx.cluster, namespace, name), None)
+            if found is None and gone_uid:
+                result.writes += await self._delete_claims(ctx, namespace, gone_uid)
             return result
         sync = _StatefulSetPass(self._objects, self._options, ctx, found.view(), now, result)
         await sync.run()
         return result
+
+    async def _delete_claims(self, ctx: RequestContext, namespace: str, uid: str) -> int:
+        """The garbage collector's part of whenDeleted: Delete: claims the set owned go."""
+        deleted = 0
+        for claim in await self._objects.list_namespace("persistentvolumeclaims", ctx, namespace):
+            refs = claim["metadata"].get("ownerReferences") or ()
+            if any(ref.get("uid") == uid for ref in refs):
+                await self._objects.delete("persistentvolumeclaims", ctx, claim)
+                deleted += 1
+        return deleted
 
 
 class _StatefulSetPass:
@@ -124,6 +149,9 @@ class _StatefulSetPass:
             if pod is not None:
                 await self.objects.delete("pods", self.ctx, pod)
                 self.result.writes += 1
+                await self._event("SuccessfulDelete", f"delete Pod {doomed} in StatefulSet")
+                if ordinal is not None and self._condemned(ordinal):
+                    await self._scaled_down_claims(ordinal)
         for ordinal, revision in steps.create:
             await self._create_claims(ordinal)
             body = sts_pods.new_pod(
@@ -135,6 +163,8 @@ class _StatefulSetPass:
             )
             pods[ordinal] = (await self.objects.create("pods", self.ctx, body)).view()
             self.result.writes += 1
+            pod_name = body["metadata"]["name"]
+            await self._event("SuccessfulCreate", f"create Pod {pod_name} in StatefulSet")
         if steps.create or steps.delete:
             self.result.again = True
         views = await self._run_pods(list(pods.values()))
@@ -149,6 +179,28 @@ class _StatefulSetPass:
         if new_status != status:
             await self.objects.write_status("statefulsets", self.ctx, self.sts, new_status)
             self.result.writes += 1
+
+    def _condemned(self, ordinal: int) -> bool:
+        start = sts_pods.start_ordinal(self.sts)
+        return not start <= ordinal < start + rollout.replicas(self.sts)
+
+    async def _scaled_down_claims(self, ordinal: int) -> None:
+        """whenScaled: Delete: the claims of a pod removed by a scale-down go with it."""
+        if sts_pods.retention(self.sts)[1] != "Delete":
+            return
+        for claim in sts_pods.claims_for(self.sts, ordinal):
+            found = await self.objects.find(
+                "persistentvolumeclaims", self.ctx, self.namespace, claim["metadata"]["name"]
+            )
+            if found is not None:
+                await self.objects.delete("persistentvolumeclaims", self.ctx, found.view())
+                self.result.writes += 1
+
+    async def _event(self, reason: str, what: str) -> None:
+        """recordPodEvent / recordClaimEvent: `<what> <set> successful`."""
+        ending = "success" if what.startswith("create Claim") else "successful"
+        message = f"{what} {self.name} {ending}"
+        await self.objects.record_event(self.ctx, self.sts, reason, message, _COMPONENT)
 
     async def _update_revision(
         self, revisions: list[Mapping[str, Any]], collisions: int
@@ -195,10 +247,16 @@ class _StatefulSetPass:
             if ref.get("uid") != uid or ordinal is None:
                 continue
             if replica_set_pass.finishes_termination(pod):
-                await self.objects.delete("pods", self.ctx, pod)
-                self.result.writes += 1
-                self.result.again = True
-                continue
+                ends = self.objects.terminating_since(pod, self.now) + STOP_CONTAINERS
+                if self.now < ends:
+                    # Still stopping: the name is not free yet (a client that saw the pod
+                    # terminating finds it so, not already replaced).
+                    self.result.due(ends)
+                else:
+                    await self.objects.delete("pods", self.ctx, pod)
+                    self.result.writes += 1
+                    self.result.again = True
+                    continue
             pods[ordinal] = pod
         return pods
 
@@ -218,6 +276,11 @@ class _StatefulSetPass:
                 self.ctx,
                 created.view(),
                 functools.partial(_bind_volume, volume),
+            )
+            claim_name = claim["metadata"]["name"]
+            pod_name = sts_pods.pod_name(self.name, ordinal)
+            await self._event(
+                "SuccessfulCreate", f"create Claim {claim_name} Pod {pod_name} in StatefulSet"
             )
             status = sts_pods.bound_claim_status(bound.view())
             await self.objects.write_status(

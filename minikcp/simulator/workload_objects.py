@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from minikcp.machinery import errors
+from minikcp.machinery import errors, list_options
 from minikcp.registry import informer, registry
 from minikcp.registry import store as generic_store
 from minikcp.registry.objects import RequestContext, StoredObject, WriteOptions
@@ -62,6 +62,7 @@ class WorkloadObjects:
         }
         # When pods this process created started: more precise than whole-second timestamps.
         self._started: dict[str, float] = {}
+        self._terminating: dict[str, float] = {}
         self.nodes = nodes.names(node_count)
         self._placed = 0
 
@@ -100,6 +101,14 @@ class WorkloadObjects:
         if found is not None and cache is not None:
             cache.record(found)
         return found
+
+    async def list_namespace(
+        self, plural: str, ctx: RequestContext, namespace: str
+    ) -> list[Mapping[str, Any]]:
+        """Every object of the kind in one namespace, as stored now (for rare sweeps)."""
+        store, _ = self._kinds[plural]
+        listing = await store.list(ctx, namespace, list_options.ListOptions())
+        return [obj.view() for obj in listing.items]
 
     def owned(
         self, plural: str, cluster: str, namespace: str, owner_kind: str, owner: str
@@ -147,6 +156,10 @@ class WorkloadObjects:
             return known
         return rollout.parse_time(meta.get("creationTimestamp", "")) or time.time()
 
+    def terminating_since(self, pod: Mapping[str, Any], now: float) -> float:
+        """When this process first saw the pod in graceful deletion (now, the first time)."""
+        return self._terminating.setdefault(pod["metadata"].get("uid", ""), now)
+
     def next_node(self) -> str:
         """The node for a pod that may run anywhere: the simulated nodes in turn."""
         self._placed += 1
@@ -154,6 +167,7 @@ class WorkloadObjects:
 
     def forget_pod(self, uid: str) -> None:
         self._started.pop(uid, None)
+        self._terminating.pop(uid, None)
 
     # -- writes -------------------------------------------------------------------------------
 
@@ -292,8 +306,9 @@ class WorkloadObjects:
         reason: str,
         message: str,
         component: str,
+        event_type: str = "Normal",
     ) -> None:
-        """A Normal event about `obj`, as client-go's recorder writes one; best effort."""
+        """An event about `obj`, as client-go's recorder writes one; best effort."""
         meta = obj["metadata"]
         stamp = rollout.rfc3339(time.time())
         event = {
@@ -310,7 +325,7 @@ class WorkloadObjects:
             },
             "reason": reason,
             "message": message,
-            "type": "Normal",
+            "type": event_type,
             "source": {"component": component},
             "firstTimestamp": stamp,
             "lastTimestamp": stamp,

@@ -14,6 +14,12 @@ def kubectl(server: ServerProcess, cluster: str) -> Kubectl:
     return Kubectl(server, cluster)
 
 
+@pytest.fixture
+def simulated_kubectl(simulated_server: ServerProcess, cluster: str) -> Kubectl:
+    """The default kubectl in the test's own logical cluster of a server that runs pods."""
+    return Kubectl(simulated_server, cluster)
+
+
 @pytest.fixture(params=("1.32", *OTHER_MINORS))
 def any_kubectl(request: pytest.FixtureRequest, server: ServerProcess, cluster: str) -> Kubectl:
     """The key scenarios run with kubectl 1.32 (the default), 1.29 and 1.33."""

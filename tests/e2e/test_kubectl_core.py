@@ -156,7 +156,9 @@ def test_secret(server: ServerProcess, cluster: str) -> None:
     assert table[1].split()[:3] == ["creds", "Opaque", "1"]
 
 
-def test_deployment_scale_and_rollout(server: ServerProcess, cluster: str) -> None:
+def test_deployment_scale_and_rollout(simulated_server: ServerProcess, cluster: str) -> None:
+    # Rollouts need something to run the pods: a server acting as a physical cluster.
+    server = simulated_server
     server.kubectl("apply", "-f", "-", cluster=cluster, input=DEPLOYMENT.format(ns="default"))
     deploy = json.loads(
         server.kubectl("get", "deploy", "web", "-o", "json", cluster=cluster).stdout
@@ -170,6 +172,7 @@ def test_deployment_scale_and_rollout(server: ServerProcess, cluster: str) -> No
     )
     assert scaled["spec"]["replicas"] == 4
     assert scaled["metadata"]["generation"] == 2
+    server.kubectl("rollout", "status", "deployment/web", "--timeout=20s", cluster=cluster)
     table = server.kubectl("get", "deployments", cluster=cluster).stdout.splitlines()
     assert table[0].split() == ["NAME", "READY", "UP-TO-DATE", "AVAILABLE", "AGE"]
     assert table[1].split()[:4] == ["web", "4/4", "4", "4"]

@@ -23,6 +23,7 @@ from tests.e2e.kubectl_output import (
     parse_tables,
     require_binary,
 )
+from tests.e2e.workload_status import report_rolled_out
 from tests.server_process import ServerProcess
 
 pytestmark = pytest.mark.e2e
@@ -405,6 +406,7 @@ def test_every_served_kind_prints_upstream_columns(
     kubectl = require_binary(binary)
     manifest = json.dumps({"apiVersion": "v1", "kind": "List", "items": _objects()})
     server.kubectl("create", "-f", "-", cluster=cluster, binary=kubectl, input=manifest)
+    report_rolled_out(server, cluster, "web", 3)
     expected = _expected(server, cluster)
 
     wide = parse_tables(server.kubectl("get", *REFS, "-o", "wide", cluster=cluster).stdout)
@@ -458,6 +460,8 @@ def test_namespaces_labels_and_sorting(server: ServerProcess, cluster: str, bina
         )
     manifest = {"apiVersion": "v1", "kind": "List", "items": objects}
     server.kubectl("create", "-f", "-", cluster=cluster, input=json.dumps(manifest))
+    for name, namespace, replicas, _ in items:
+        report_rolled_out(server, cluster, name, replicas, namespace)
 
     def get(*args: str) -> Table:
         return parse_table(

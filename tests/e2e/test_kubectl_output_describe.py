@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from tests.e2e.workload_status import report_rolled_out
 from tests.server_process import ServerProcess
 
 pytestmark = pytest.mark.e2e
@@ -109,6 +110,7 @@ def test_describe_deployment_lists_replica_sets_and_events(
         DEPLOYMENT,
         {**DEPLOYMENT, "metadata": {**DEPLOYMENT["metadata"], "name": "other"}},
     )
+    report_rolled_out(server, cluster, "web", 2)
     web = _json(server, cluster, "deployment", "web")
     other = _json(server, cluster, "deployment", "other")
     template = json.loads(json.dumps(web["spec"]["template"]))

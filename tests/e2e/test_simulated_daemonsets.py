@@ -98,6 +98,9 @@ def test_one_pod_per_node_and_rollout_status(kubectl: Kubectl) -> None:
         ]
         tolerated = {(t["key"], t["effect"]) for t in pod["spec"]["tolerations"]}
         assert ("node.kubernetes.io/not-ready", "NoExecute") in tolerated
+    described = kubectl("describe", "daemonset", "agent").stdout
+    for pod in pods:
+        assert f"Created pod: {pod['metadata']['name']}" in described
     table = kubectl("get", "daemonset", "agent").stdout
     assert f"agent   {NODES}         {NODES}         {NODES}       {NODES}" in table
 
@@ -114,6 +117,14 @@ def test_node_selector_picks_nodes(kubectl: Kubectl) -> None:
     assert pod["spec"]["nodeName"] == "sim-node-2"
     status = kubectl.get("daemonset", "one")["status"]
     assert (status["desiredNumberScheduled"], status["numberAvailable"]) == (1, 1)
+    # A deleted daemon pod is replaced on its node.
+    kubectl("delete", "pod", pod["metadata"]["name"])
+    (again,) = eventually(
+        lambda: [
+            p for p in pods_of(kubectl, "one") if p["metadata"]["uid"] != pod["metadata"]["uid"]
+        ]
+    )
+    assert again["spec"]["nodeName"] == "sim-node-2"
 
 
 @pytest.mark.parametrize(

@@ -142,6 +142,13 @@ def test_ordered_pods_claims_and_revisions(kubectl: Kubectl) -> None:
     assert cr["metadata"]["ownerReferences"][0]["uid"] == sts["metadata"]["uid"]
     table = kubectl("get", "statefulset", "db").stdout
     assert "db     3/3" in table
+    described = kubectl("describe", "statefulset", "db").stdout
+    for line in (
+        "create Claim data-db-0 Pod db-0 in StatefulSet db success",
+        "create Pod db-0 in StatefulSet db successful",
+        "create Pod db-2 in StatefulSet db successful",
+    ):
+        assert line in described
 
 
 def test_rolling_update_goes_from_the_highest_ordinal_down(kubectl: Kubectl) -> None:
@@ -204,18 +211,37 @@ def test_partition_keeps_lower_ordinals(kubectl: Kubectl) -> None:
 
 
 def test_scale_down_from_the_top_and_parallel_scale_up(kubectl: Kubectl) -> None:
-    kubectl("apply", "-f", "-", input=statefulset("par", 2, parallel=True, claims=False))
+    body = json.loads(statefulset("par", 2, parallel=True, claims=False))
+    ready_after = 2.0
+    body["spec"]["template"]["metadata"]["annotations"] = {
+        "sim.minikcp.io/ready-after": str(ready_after)
+    }
+    kubectl("apply", "-f", "-", input=json.dumps(body))
     kubectl("rollout", "status", "statefulset/par", "--timeout=30s")
     started = time.monotonic()
     kubectl("scale", "statefulset/par", "--replicas=5")
     kubectl("rollout", "status", "statefulset/par", "--timeout=30s")
-    # Parallel: the three new pods start together, not one after another.
-    assert time.monotonic() - started < 3 * DELAY + 2.0
+    # Parallel: the three new pods start together (one delay), not one after another (three).
+    elapsed = time.monotonic() - started
+    assert ready_after - 0.1 <= elapsed < 3 * ready_after, elapsed
     assert sorted(pods_of(kubectl, "par")) == [f"par-{i}" for i in range(5)]
     kubectl("scale", "statefulset/par", "--replicas=2")
     eventually(lambda: sorted(pods_of(kubectl, "par")) == ["par-0", "par-1"])
     status = eventually(
         lambda: (s := kubectl.get("statefulset", "par")["status"])["replicas"] == 2 and s
+    )
+    assert "delete Pod par-4 in StatefulSet par successful" in (
+        kubectl("describe", "statefulset", "par").stdout
+    )
+    # A deleted pod comes back under its name, with a new uid.
+    uid = pods_of(kubectl, "par")["par-0"]["metadata"]["uid"]
+    kubectl("delete", "pod", "par-0")
+    eventually(
+        lambda: (
+            (p := pods_of(kubectl, "par").get("par-0")) is not None
+            and p["metadata"]["uid"] != uid
+            and p["status"].get("phase") == "Running"
+        )
     )
     assert (status["readyReplicas"], status["availableReplicas"]) == (2, 2)
 
@@ -230,3 +256,29 @@ def test_deleting_the_set_deletes_pods_and_revisions_but_keeps_claims(kubectl: K
     )
     claims = json.loads(kubectl("get", "pvc", "-o", "json").stdout)["items"]
     assert sorted(c["metadata"]["name"] for c in claims) == ["data-gone-0", "data-gone-1"]
+
+
+def test_claims_go_with_the_set_and_its_scale_down_when_asked(kubectl: Kubectl) -> None:
+    body = json.loads(statefulset("temp", 2))
+    body["spec"]["persistentVolumeClaimRetentionPolicy"] = {
+        "whenDeleted": "Delete",
+        "whenScaled": "Delete",
+    }
+    kubectl("apply", "-f", "-", input=json.dumps(body))
+    kubectl("rollout", "status", "statefulset/temp", "--timeout=30s")
+    uid = kubectl.get("statefulset", "temp")["metadata"]["uid"]
+
+    def claims() -> list[dict[str, Any]]:
+        found: list[dict[str, Any]] = json.loads(kubectl("get", "pvc", "-o", "json").stdout)[
+            "items"
+        ]
+        return found
+
+    for claim in claims():
+        (ref,) = claim["metadata"]["ownerReferences"]
+        assert (ref["kind"], ref["uid"], ref["blockOwnerDeletion"]) == ("StatefulSet", uid, True)
+        assert "controller" not in ref
+    kubectl("scale", "statefulset/temp", "--replicas=1")
+    eventually(lambda: [c["metadata"]["name"] for c in claims()] == ["data-temp-0"])
+    kubectl("delete", "statefulset", "temp")
+    eventually(lambda: not claims())

@@ -113,7 +113,15 @@ def test_chart_bundle_applies_and_reads_back_in_two_clusters(server: ServerProce
     assert claim["spec"]["volumeMode"] == "Filesystem"
     assert claim["status"] == {"phase": "Pending"}
     assert sts["spec"]["template"]["spec"]["containers"][0]["imagePullPolicy"] == "IfNotPresent"
-    assert sts["status"] == {"availableReplicas": 0, "replicas": 0}
+    # Nothing runs its pods here (no simulator, no SyncTarget): the status says so.
+    (condition,) = sts["status"].pop("conditions")
+    assert sts["status"] == {"availableReplicas": 0, "observedGeneration": 1, "replicas": 0}
+    assert (condition["type"], condition["status"], condition["reason"]) == (
+        "Available",
+        "False",
+        "Unschedulable",
+    )
+    assert condition["message"].startswith('no SyncTarget serves namespace "')
 
     ds = objects["DaemonSet"]
     assert ds["spec"]["updateStrategy"] == {

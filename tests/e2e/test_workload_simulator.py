@@ -77,7 +77,7 @@ def test_rollout_takes_the_delay_and_builds_owned_replica_sets_and_pods(kubectl:
     started = time.monotonic()
     kubectl("create", "deployment", "web", "--image=nginx", "--replicas=3")
     early = kubectl.get("deployment", "web")
-    # The registry no longer reports it rolled out at once.
+    # Not rolled out before its pods are Ready.
     assert early.get("status", {}).get("availableReplicas", 0) < 3
     out = kubectl("rollout", "status", "deployment/web", "--timeout=30s").stdout
     elapsed = time.monotonic() - started

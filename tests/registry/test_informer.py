@@ -74,3 +74,27 @@ async def test_index_own_writes_and_deletions(reg: registry.Registry) -> None:
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_several_owner_kinds_are_indexed_apart(reg: registry.Registry) -> None:
+    rt = reg.catalog.by_resource("", "v1", "configmaps")
+    assert rt is not None
+    store = reg.store(rt)
+    ctx = objects.RequestContext("one")
+    by_deployment = _cm("d", "web")
+    by_statefulset = _cm("s", "web")
+    by_statefulset["metadata"]["ownerReferences"][0]["kind"] = "StatefulSet"
+    by_job = _cm("j", "web")
+    by_job["metadata"]["ownerReferences"][0]["kind"] = "Job"
+    cache = informer.Informer(
+        reg, rt, owner_kind=("Deployment", "StatefulSet"), on_change=lambda new, old: None
+    )
+    for body in (by_deployment, by_statefulset, by_job):
+        cache.record(await store.create(ctx, "default", body, objects.WriteOptions()))
+    # Owners of the same name but different kinds do not share children; the first kind is
+    # the default; kinds not asked for are not indexed.
+    assert [o.metadata["name"] for o in cache.owned_by("one", "default", "web")] == ["d"]
+    named = cache.owned_by("one", "default", "web", "StatefulSet")
+    assert [o.metadata["name"] for o in named] == ["s"]
+    assert cache.owned_by("one", "default", "web", "Job") == []
+    assert cache.get(("one", "default", "j")) is not None

@@ -1,4 +1,5 @@
-"""Who reports Deployment status: the registry, unless a controller took it over."""
+"""Who reports workload status: the registry (nothing runs the pods), unless a controller took
+it over."""
 
 from __future__ import annotations
 
@@ -56,7 +57,8 @@ async def test_the_deployment_strategy_follows_the_registry_policy(
         await store.create(ctx, "default", _deployment("web", 3), opts)
     synced = objects.RequestContext("synced")
     plain = objects.RequestContext("plain")
-    assert (await store.get(plain, "default", "web")).view()["status"]["availableReplicas"] == 3
+    unserved = (await store.get(plain, "default", "web")).view()["status"]
+    assert_unserved(unserved, generation=1)
     assert "status" not in (await store.get(synced, "default", "web")).view()
 
     def scale(replicas: int) -> Any:
@@ -70,8 +72,59 @@ async def test_the_deployment_strategy_follows_the_registry_policy(
     # A spec change where a controller owns the status leaves the status alone ...
     await store.guaranteed_update(synced, "default", "web", scale(4), opts)
     assert "status" not in (await store.get(synced, "default", "web")).view()
-    # ... and once the registry takes it back, the next spec change reports a rollout again.
+    # ... and once the registry takes it back, the next spec change reports it unserved again.
     reg.deployment_status.take_back("synced", "default")
     await store.guaranteed_update(synced, "default", "web", scale(5), opts)
-    status = (await store.get(synced, "default", "web")).view()["status"]
-    assert (status["observedGeneration"], status["availableReplicas"]) == (3, 5)
+    assert_unserved((await store.get(synced, "default", "web")).view()["status"], generation=3)
+    # Status a controller writes through /status stays until the next spec change.
+    await store.guaranteed_update(
+        plain,
+        "default",
+        "web",
+        _with_status({"observedGeneration": 1, "replicas": 3}),
+        opts,
+        subresource="status",
+    )
+    assert (await store.get(plain, "default", "web")).view()["status"]["replicas"] == 3
+    await store.guaranteed_update(plain, "default", "web", scale(2), opts)
+    assert_unserved((await store.get(plain, "default", "web")).view()["status"], generation=2)
+
+
+async def test_statefulsets_report_nothing_running_too(reg: registry.Registry) -> None:
+    rt = reg.catalog.by_resource("apps", "v1", "statefulsets")
+    assert rt is not None
+    body = _deployment("db", 3)
+    body["spec"]["serviceName"] = "db"
+    created = await reg.store(rt).create(
+        objects.RequestContext("plain"), "default", body, objects.WriteOptions()
+    )
+    status = created.view()["status"]
+    assert list(status) == ["observedGeneration", "replicas", "conditions", "availableReplicas"]
+    assert (status["replicas"], status["availableReplicas"]) == (0, 0)
+    assert_unserved(status, generation=1)
+    assert "lastUpdateTime" not in status["conditions"][0]
+
+
+def assert_unserved(status: dict[str, Any], *, generation: int) -> None:
+    """Spec observed, nothing available, and why."""
+    assert status["observedGeneration"] == generation
+    assert not status.get("availableReplicas") and not status.get("readyReplicas")
+    (condition,) = status["conditions"]
+    assert (condition["type"], condition["status"], condition["reason"]) == (
+        "Available",
+        "False",
+        "Unschedulable",
+    )
+    assert condition["message"] == (
+        'no SyncTarget serves namespace "default": nothing runs its pods (attach a cluster, '
+        "or start minikcp with --simulate-workloads)"
+    )
+
+
+def _with_status(status: dict[str, Any]) -> Any:
+    def mutate(current: dict[str, Any] | None) -> dict[str, Any]:
+        assert current is not None
+        current["status"] = status
+        return current
+
+    return mutate

@@ -20,6 +20,7 @@ def sts(
     partition: int = 0,
     on_delete: bool = False,
     claims: tuple[str, ...] = (),
+    start: int = 0,
 ) -> dict[str, Any]:
     strategy: dict[str, Any] = (
         {"type": "OnDelete"}
@@ -34,6 +35,8 @@ def sts(
         "updateStrategy": strategy,
         "template": template(),
     }
+    if start:
+        spec["ordinals"] = {"start": start}
     if claims:
         spec["volumeClaimTemplates"] = [
             {"metadata": {"name": c}, "spec": {"accessModes": ["ReadWriteOnce"]}} for c in claims
@@ -102,6 +105,21 @@ def test_ordinal_of_a_pod_name(name: str, expected: int | None) -> None:
             [],
         ),
         ("partition: low ordinals at current", sts(partition=2), {}, [(0, CUR)], []),
+        ("start ordinal: pods from it", sts(start=5), {}, [(5, UPD)], []),
+        (
+            "start ordinal: partition counts from it",
+            sts(partition=1, start=5),
+            pods((5, "ready", CUR), (6, "ready", CUR), (7, "ready", CUR)),
+            [],
+            ["web-7"],
+        ),
+        (
+            "start ordinal: below it is condemned",
+            sts(start=1),
+            pods((0, "ready", UPD), (1, "ready", UPD), (2, "ready", UPD), (3, "ready", UPD)),
+            [],
+            ["web-0"],
+        ),
         (
             "partition: high ordinals at update",
             sts(partition=2),

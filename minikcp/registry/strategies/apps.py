@@ -62,73 +62,62 @@ class ReplicationControllerStrategy(ReplicaSetStrategy):
         return scale
 
 
-class DeploymentStrategy(ScalableStrategy):
-    """With no controller running pods, a deployment reports itself rolled out at once.
+# Nothing runs the pods of a workload no controller owns: the reason its status says so with.
+UNSCHEDULABLE = "Unschedulable"
 
-    This keeps `kubectl rollout status` and `kubectl wait --for=condition=Available` working the
-    way they do on a real cluster; status written through /status still wins until the next
-    spec change. Where a controller owns Deployment status (`status_owners`) nothing is derived.
-    """
+
+def unserved_message(namespace: str) -> str:
+    return (
+        f'no SyncTarget serves namespace "{namespace}": nothing runs its pods (attach a '
+        "cluster, or start minikcp with --simulate-workloads)"
+    )
+
+
+class _UnservedStatusStrategy(ScalableStrategy):
+    """Where no controller owns the status (no simulator, no SyncTarget for the namespace), a
+    workload reports what is true: the spec observed, nothing available, and why (kcp marks an
+    unplaced namespace Unschedulable the same way). `kubectl rollout status` then waits, as on
+    a cluster with no nodes. Status written through /status stays until the next spec change;
+    where a controller owns the status (`status_owners`) nothing is derived."""
+
+    # Zero counts the kind's status always shows (Go fields without omitempty), before and
+    # after its conditions in Go's field order.
+    leading_zeros: tuple[str, ...] = ()
+    trailing_zeros: tuple[str, ...] = ()
+    # Whether the kind's conditions carry lastUpdateTime (Deployment's do).
+    condition_update_time = False
 
     garbage_collection_policy = propagation.DELETE_DEPENDENTS
 
     def after_write(self, obj: dict[str, Any], old: Mapping[str, Any] | None, cluster: str) -> None:
-        if not self.status_owners.registry_reports(cluster, obj["metadata"].get("namespace", "")):
+        namespace = obj["metadata"].get("namespace", "")
+        if not self.status_owners.registry_reports(cluster, namespace):
             return
         generation = obj["metadata"].get("generation", 1)
-        if old is not None and old.get("status", {}).get("observedGeneration") == generation:
+        old_status = (old or {}).get("status") or {}
+        if old is not None and old_status.get("observedGeneration") == generation:
             return
-        replicas = obj.get("spec", {}).get("replicas", 1)
-        now = obj["metadata"].get("creationTimestamp", "")
-        if old is not None:
-            now = _now()
-        name = obj["metadata"].get("name", "")
-        obj["status"] = {
-            "observedGeneration": generation,
-            "replicas": replicas,
-            "updatedReplicas": replicas,
-            "readyReplicas": replicas,
-            "availableReplicas": replicas,
-            "conditions": [
-                {
-                    "type": "Available",
-                    "status": "True",
-                    "lastUpdateTime": now,
-                    "lastTransitionTime": now,
-                    "reason": "MinimumReplicasAvailable",
-                    "message": "Deployment has minimum availability.",
-                },
-                {
-                    "type": "Progressing",
-                    "status": "True",
-                    "lastUpdateTime": now,
-                    "lastTransitionTime": now,
-                    "reason": "NewReplicaSetAvailable",
-                    "message": f'ReplicaSet "{name}" has successfully progressed.',
-                },
-            ],
-        }
-        if replicas == 0:
-            for key in ("replicas", "updatedReplicas", "readyReplicas", "availableReplicas"):
-                del obj["status"][key]
-        if old is not None:
-            _keep_condition_times(obj["status"]["conditions"], old.get("status") or {})
+        now = obj["metadata"].get("creationTimestamp", "") if old is None else _now()
+        condition: dict[str, Any] = {"type": "Available", "status": "False"}
+        if self.condition_update_time:
+            condition["lastUpdateTime"] = now
+        condition["lastTransitionTime"] = now
+        condition["reason"] = UNSCHEDULABLE
+        condition["message"] = unserved_message(namespace)
+        for before in old_status.get("conditions") or ():
+            if before.get("type") == "Available" and before.get("status") == "False":
+                condition["lastTransitionTime"] = before.get("lastTransitionTime", now)
+                if before.get("reason") == UNSCHEDULABLE and self.condition_update_time:
+                    condition["lastUpdateTime"] = before.get("lastUpdateTime", now)
+        status: dict[str, Any] = {"observedGeneration": generation}
+        status.update(dict.fromkeys(self.leading_zeros, 0))
+        status["conditions"] = [condition]
+        status.update(dict.fromkeys(self.trailing_zeros, 0))
+        obj["status"] = status
 
 
-def _keep_condition_times(conditions: list[dict[str, Any]], old_status: Mapping[str, Any]) -> None:
-    """As the deployment controller's SetDeploymentCondition: a condition whose status does not
-    change keeps its lastTransitionTime, and one whose reason does not change either is left
-    as it was, except that a completed rollout bumps Progressing's lastUpdateTime."""
-    previous = {
-        c.get("type"): c for c in old_status.get("conditions") or () if isinstance(c, Mapping)
-    }
-    for condition in conditions:
-        before = previous.get(condition["type"])
-        if before is None or before.get("status") != condition["status"]:
-            continue
-        condition["lastTransitionTime"] = before.get("lastTransitionTime", "")
-        if condition["type"] != "Progressing" and before.get("reason") == condition["reason"]:
-            condition["lastUpdateTime"] = before.get("lastUpdateTime", "")
+class DeploymentStrategy(_UnservedStatusStrategy):
+    condition_update_time = True
 
 
 def _now() -> str:
@@ -137,10 +126,12 @@ def _now() -> str:
     return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-class StatefulSetStrategy(ScalableStrategy):
+class StatefulSetStrategy(_UnservedStatusStrategy):
     """Status starts as the StatefulSet strategy leaves it (Go prints its non-omitempty zeros)."""
 
     garbage_collection_policy = propagation.DELETE_DEPENDENTS
+    leading_zeros = ("replicas",)
+    trailing_zeros = ("availableReplicas",)
 
     def initial_status(self, obj: dict[str, Any]) -> None:
         obj["status"] = {"availableReplicas": 0, "replicas": 0}

@@ -1,0 +1,145 @@
+"""The CronJob controller, one CronJob per pass, on the simulated clock (`--simulated-clock-offset`
+seconds ahead of the real one).
+
+A pass reconciles `status.active` with the CronJob's Jobs (finished ones leave it and a success
+sets `lastSuccessfulTime`), starts the Job due now (`cronjob_plans.decide`; Replace deletes the
+running ones first), writes the status, deletes finished Jobs beyond the history limits, and
+comes back at the next activation. Jobs of a CronJob that is gone are deleted (`garbage`).
+"""
+
+from __future__ import annotations
+
+import datetime
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from minikcp.machinery import cron_schedule, errors
+from minikcp.registry.objects import RequestContext, StoredObject
+from minikcp.simulator import cronjob_plans, garbage, pod_lifecycle, rollout
+from minikcp.simulator.pass_result import Enqueue, PassResult
+from minikcp.simulator.workload_objects import WorkloadObjects
+
+KIND = "CronJob"
+_COMPONENT = "cronjob-controller"
+
+
+class CronJobController:
+    kind = KIND
+
+    def __init__(
+        self, objects: WorkloadObjects, options: pod_lifecycle.SimulatorOptions, enqueue: Enqueue
+    ) -> None:
+        self._objects = objects
+        self._offset = options.clock_offset
+        self._enqueue = enqueue
+        objects.watch("batch", "cronjobs", owner_kind="", on_change=self._changed)
+
+    def _changed(self, new: StoredObject | None, old: StoredObject | None) -> None:
+        obj = new or old
+        assert obj is not None
+        self._enqueue(KIND, obj)
+
+    async def sync(self, ctx: RequestContext, namespace: str, name: str, now: float) -> PassResult:
+        objects = self._objects
+        found = await objects.find("cronjobs", ctx, namespace, name)
+        alive = found is not None and not found.metadata.get("deletionTimestamp")
+        uid = found.metadata.get("uid") if found is not None and alive else None
+        result = PassResult()
+        result.writes += await garbage.collect(objects, ctx, namespace, KIND, name, uid, ("jobs",))
+        if found is None or uid is None:
+            return result
+        cj = found.view()
+        try:
+            schedule = cron_schedule.parse(cj.get("spec", {}).get("schedule", ""))
+        except cron_schedule.CronError as exc:
+            await objects.record_event(ctx, cj, "UnparseableSchedule", str(exc), _COMPONENT)
+            return result
+        clock = time.time() + self._offset
+        jobs: list[Mapping[str, Any]] = [
+            j.view()
+            for j in objects.owned("jobs", ctx.cluster, namespace, KIND, name)
+            if (rollout.controller_of(j.view()) or {}).get("uid") == uid
+        ]
+        status = dict(cj.get("status") or {})
+        running, finished = cronjob_plans.reconcile_active(status, jobs)
+        for job in finished:
+            outcome = cronjob_plans.finished(job)
+            await objects.record_event(
+                ctx,
+                cj,
+                "SawCompletedJob",
+                f"Saw completed job: {job['metadata']['name']}, condition: {outcome}",
+                _COMPONENT,
+            )
+        decision = cronjob_plans.decide(
+            cj, schedule, clock, [j["metadata"]["name"] for j in running]
+        )
+        if decision.skipped:
+            await objects.record_event(
+                ctx, cj, decision.skipped, _skip_message(decision), _COMPONENT
+            )
+        if decision.scheduled is not None:
+            if decision.replace:
+                for job in running:
+                    await garbage.collect(
+                        objects, ctx, namespace, "Job", job["metadata"]["name"], None, ("pods",)
+                    )
+                    await objects.delete("jobs", ctx, job)
+                    jobs.remove(job)
+                    result.writes += 1
+                status["active"] = []
+            created = await self._start(ctx, cj, decision.scheduled, result)
+            if created is not None:
+                status["active"] = [*status.get("active", []), cronjob_plans.job_ref(created)]
+                jobs.append(created)
+            status["lastScheduleTime"] = rollout.rfc3339(decision.scheduled.timestamp())
+        if not status.get("active"):
+            status.pop("active", None)
+        if status != (cj.get("status") or {}):
+            await objects.write_status("cronjobs", ctx, cj, status)
+            result.writes += 1
+        doomed = set(cronjob_plans.history_surplus(cj, jobs))
+        for job in [j for j in jobs if j["metadata"]["name"] in doomed]:
+            await garbage.collect(
+                objects, ctx, namespace, "Job", job["metadata"]["name"], None, ("pods",)
+            )
+            await objects.delete("jobs", ctx, job)
+            result.writes += 1
+        upcoming = cronjob_plans.next_activation(cj, schedule, clock)
+        if upcoming is not None:
+            result.due(upcoming - self._offset)
+        return result
+
+    async def _start(
+        self,
+        ctx: RequestContext,
+        cj: Mapping[str, Any],
+        scheduled: datetime.datetime,
+        result: PassResult,
+    ) -> Mapping[str, Any] | None:
+        body = cronjob_plans.new_job(cj, scheduled)
+        try:
+            stored = await self._objects.create("jobs", ctx, body)
+        except errors.StatusError as exc:
+            if exc.reason == "AlreadyExists":
+                return None  # started already (by an earlier pass that did not record it)
+            await self._objects.record_event(
+                ctx, cj, "FailedCreate", f"Error creating job: {exc.message}", _COMPONENT
+            )
+            raise
+        result.writes += 1
+        # Recorded in the informer at once, so no watch event wakes the Job controller: we do.
+        self._enqueue("Job", stored)
+        await self._objects.record_event(
+            ctx, cj, "SuccessfulCreate", f"Created job {body['metadata']['name']}", _COMPONENT
+        )
+        return stored.view()
+
+
+def _skip_message(decision: cronjob_plans.Decision) -> str:
+    if decision.skipped == "JobAlreadyActive":
+        return (
+            "Not starting job because prior execution is running and concurrency policy is Forbid"
+        )
+    return "Missed scheduled time to start a job"
