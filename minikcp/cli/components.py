@@ -15,7 +15,8 @@ from minikcp.controllers import crds as crd_controller
 from minikcp.controllers import namespaces as namespace_controller
 from minikcp.controllers import rbac_aggregation
 from minikcp.controllers import workspaces as workspace_controller
-from minikcp.registry import registry
+from minikcp.registry import pod_streams, registry
+from minikcp.syncer import pod_proxy
 from minikcp.syncer import syncer as workload_syncer
 from minikcp.syncer import target as sync_target
 from minikcp.tenancy import workspaces
@@ -29,6 +30,8 @@ class Wiring:
     lifecycle: workspaces.Workspaces
     sync: sync_target.Settings
     sync_resources: tuple[str, ...]
+    # The syncer adds itself: it serves pods/log, exec, ... of the pods it upsynced.
+    pod_connectors: pod_streams.Connectors
 
 
 Runner = Callable[[Wiring], Coroutine[Any, Any, None]]
@@ -58,7 +61,9 @@ def _aggregation(w: Wiring) -> Coroutine[Any, Any, None]:
 
 
 def _syncer(w: Wiring) -> Coroutine[Any, Any, None]:
-    return workload_syncer.Syncer(w.registry, w.sync, extra_resources=w.sync_resources).run()
+    syncer = workload_syncer.Syncer(w.registry, w.sync, extra_resources=w.sync_resources)
+    w.pod_connectors.add(pod_proxy.UpsyncedPodStreams(syncer))
+    return syncer.run()
 
 
 CONTROLLERS: tuple[Controller, ...] = (
