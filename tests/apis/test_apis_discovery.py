@@ -161,7 +161,7 @@ def test_aggregated_core(builtin: Catalog) -> None:
                 "subresource": "status",
                 "responseKind": {"group": "", "version": "v1", "kind": "Pod"},
                 "verbs": ["get", "patch", "update"],
-            }
+            },
         ],
     }
 
