@@ -339,6 +339,7 @@ class Syncer:
             collect=lambda w: reconcile.collect_namespaces(self, w),
             status_up=lambda s, k: reconcile.status_up(self, s, k),
             upsync=self._upsync,
+            upsynced=lambda w, c, n: upsync.orphans(self.registry, w.ref, c, n),
         )
         # A target that answered before (the last run) keeps its placements from the start, so a
         # restart does not re-split replicas while the first probes are on their way.

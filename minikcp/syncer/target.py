@@ -72,6 +72,7 @@ class TargetWorker:
         collect: Callable[[TargetWorker], Any],
         status_up: Callable[[resources.Synced, ItemKey], Any],
         upsync: Callable[[TargetWorker, ItemKey], Any] | None = None,
+        upsynced: Callable[[TargetWorker, str, str], Any] | None = None,
     ) -> None:
         self.ref = ref
         self.client = client
@@ -90,6 +91,7 @@ class TargetWorker:
         self._collect = collect
         self._status_up = status_up
         self._upsync = upsync
+        self._upsynced = upsynced
         self.status_queue: WorkQueue[ItemKey] = WorkQueue(
             _cluster_of, max_delay=settings.max_backoff
         )
@@ -344,10 +346,21 @@ class TargetWorker:
             await asyncio.sleep(self.settings.patrol_interval * random.uniform(0.9, 1.1))
             if self.health.ready and self.synced_caches:
                 self._enqueue_cached()
+                await self._patrol_pods()
                 try:
                     await self._collect(self)
                 except (downstream.Unreachable, downstream.DownstreamError) as exc:
                     logger.debug("patrol of %s: %s", self.name, exc)
+
+    async def _patrol_pods(self) -> None:
+        """Upstream pods of ours whose downstream pod is gone (the syncer was away when it went)
+        are queued, so the upsync worker removes them."""
+        if self._upsynced is None or not self.pods.healthy:
+            return
+        for down_ns, (_, cluster, namespace) in list(self.locations.items()):
+            for name in await self._upsynced(self, cluster, namespace):
+                if self.pods.get(down_ns, name) is None:
+                    self.upsync_queue.add(("pods", cluster, namespace, name))
 
     def require_ready(self) -> None:
         """Fail fast instead of calling a target known to be down (no hot loop while down)."""

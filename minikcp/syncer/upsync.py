@@ -17,7 +17,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from minikcp.machinery import errors, users
+from minikcp.machinery import errors, list_options, selectors, users
 from minikcp.registry import admission, registry
 from minikcp.registry.objects import RequestContext, StoredObject, WriteOptions
 from minikcp.syncer import translate
@@ -160,6 +160,18 @@ async def sync_pod(
             return obj
 
         await pods.guaranteed_update(ctx, namespace, name, restate, WRITE, subresource="status")
+
+
+async def orphans(
+    reg: registry.Registry, target: translate.TargetRef, cluster: str, namespace: str
+) -> list[str]:
+    """Names of the pods upsynced from `target` in one upstream namespace (the patrol checks
+    them against the downstream cache: a pod gone while the syncer was away goes too)."""
+    pods = reg.store(reg.catalog.by_resource("", "v1", "pods"))  # type: ignore[arg-type]
+    selector = selectors.parse_label_selector(f"{UPSYNC_LABEL}={target.key}")
+    opts = list_options.ListOptions(label_selector=selector)
+    found = await pods.list(RequestContext(cluster=cluster), namespace, opts)
+    return [item.metadata.get("name", "") for item in found.items]
 
 
 async def _delete(

@@ -212,3 +212,32 @@ def test_an_unreachable_target_is_a_503(
     answer = json.loads(body)
     assert (status, answer["reason"]) == (503, "ServiceUnavailable")
     assert answer["message"].startswith("sync target lone is unreachable: ")
+
+
+def test_a_pod_gone_while_minikcp_was_down_goes_upstream_too(
+    tmp_path_factory: pytest.TempPathFactory, cluster: str
+) -> None:
+    work = tmp_path_factory.mktemp("restart")
+    first = server_process.start_server(work, extra_args=env.UPSTREAM_ARGS)
+    lone = server_process.start_server(work, extra_args=env.DOWNSTREAM_ARGS)
+    again: ServerProcess | None = None
+    try:
+        env.attach(first, cluster, "lone", lone)
+        _deploy(first, cluster, 1)
+        [old] = _running(first, cluster, 1)
+        tenants.stop_cleanly(first)
+        down_ns = old["metadata"]["annotations"]["workload.minikcp.io/downstream-namespace"]
+        lone.kubectl("delete", "pod", old["metadata"]["name"], "-n", down_ns)  # replaced there
+        again = server_process.start_server(
+            work, root=first.root, port=first.port, extra_args=env.UPSTREAM_ARGS
+        )
+
+        def replaced() -> list[dict[str, Any]] | None:
+            pods = _running(again, cluster, 1) if again is not None else []
+            return pods if pods[0]["metadata"]["name"] != old["metadata"]["name"] else None
+
+        env.eventually(replaced, timeout=30, what="the old pod gone upstream")
+    finally:
+        if again is not None:
+            tenants.stop_cleanly(again)
+        tenants.stop_cleanly(lone)
