@@ -191,6 +191,16 @@ def test_pods_without_a_node_or_a_target(up: ServerProcess, cluster: str) -> Non
         exec_result.stderr
     )
     assert up.kubectl("logs", "solo", cluster=cluster).stdout == ""  # upstream: an empty stream
+    # Bound to a node nothing here runs: as kube-apiserver when it cannot find the node.
+    up.kubectl(
+        "run",
+        "placed",
+        "--image=busybox",
+        '--overrides={"spec":{"nodeName":"worker-1"}}',
+        cluster=cluster,
+    )
+    placed = up.kubectl("logs", "placed", cluster=cluster, check=False)
+    assert 'Error from server (NotFound): nodes "worker-1" not found' in placed.stderr
 
 
 def test_an_unreachable_target_is_a_503(
