@@ -266,6 +266,10 @@ class Syncer:
             if running is not None:
                 detached = running.detaching is not None
                 await self._stop(key, close=detached)
+                # What ran there is no longer shown: its pods go with the target.
+                worker = running.worker
+                with contextlib.suppress(errors.StatusError):
+                    await upsync.forget_target(self.registry, worker.ref, worker.serves)
                 if not detached and self._tasks is not None:
                     # Gone without a detach (its logical cluster was deleted at once): what
                     # was synced there is removed all the same, bounded by the detach timeout.

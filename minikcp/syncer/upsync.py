@@ -174,6 +174,23 @@ async def orphans(
     return [item.metadata.get("name", "") for item in found.items]
 
 
+async def forget_target(
+    reg: registry.Registry, target: translate.TargetRef, clusters: frozenset[str]
+) -> int:
+    """Delete every pod upsynced from a target that is gone; how many there were."""
+    pods = reg.store(reg.catalog.by_resource("", "v1", "pods"))  # type: ignore[arg-type]
+    selector = selectors.parse_label_selector(f"{UPSYNC_LABEL}={target.key}")
+    opts = list_options.ListOptions(label_selector=selector)
+    removed = 0
+    for cluster in ("*",) if "*" in clusters else sorted(clusters):
+        for item in (await pods.list(RequestContext(cluster=cluster), "", opts)).items:
+            ctx = RequestContext(cluster=item.cluster)
+            meta = item.metadata
+            await _delete(pods, ctx, meta.get("namespace", ""), meta.get("name", ""), item)
+            removed += 1
+    return removed
+
+
 async def _delete(
     pods: Any, ctx: RequestContext, namespace: str, name: str, current: StoredObject
 ) -> None:

@@ -222,6 +222,10 @@ def test_an_unreachable_target_is_a_503(
     answer = json.loads(body)
     assert (status, answer["reason"]) == (503, "ServiceUnavailable")
     assert answer["message"].startswith("sync target lone is unreachable: ")
+    # Detached while unreachable: what it ran is no longer shown upstream.
+    detached = env.minikcp_in(up, cluster, "detach", "lone")
+    assert "synctarget lone detached" in detached.stdout + detached.stderr  # with leftovers
+    env.eventually(lambda: not _pods(up, cluster), timeout=30, what="no pods upstream")
 
 
 def test_a_pod_gone_while_minikcp_was_down_goes_upstream_too(
