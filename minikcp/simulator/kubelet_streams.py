@@ -33,7 +33,9 @@ class SimulatedKubelet:
     """The kubelets of the simulated nodes, as one `PodConnector`."""
 
     def __init__(self, reg: registry.Registry, node_count: int) -> None:
-        self._pods = reg.store(reg.catalog.by_resource("", "v1", "pods"))  # type: ignore[arg-type]
+        pods = reg.catalog.by_resource("", "v1", "pods")
+        assert pods is not None
+        self._pods = reg.store(pods)
         self._nodes = frozenset(nodes.names(node_count))
 
     def serves(self, cluster: str, pod: Mapping[str, Any]) -> bool:

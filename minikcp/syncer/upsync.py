@@ -20,6 +20,7 @@ from typing import Any
 from minikcp.machinery import errors, list_options, selectors, users
 from minikcp.registry import admission, registry
 from minikcp.registry.objects import RequestContext, StoredObject, WriteOptions
+from minikcp.registry.store import ResourceStore
 from minikcp.syncer import translate
 
 logger = logging.getLogger(__name__)
@@ -114,7 +115,7 @@ async def sync_pod(
     name: str,
 ) -> None:
     """Make the upstream copy of one downstream pod match it (`down` None: it is gone)."""
-    pods = reg.store(reg.catalog.by_resource("", "v1", "pods"))  # type: ignore[arg-type]
+    pods = _pod_store(reg)
     ctx = RequestContext(cluster=cluster)
     current = await pods.find(ctx, namespace, name)
     if current is not None and upsynced_from(current.view()) != target.key:
@@ -167,7 +168,7 @@ async def orphans(
 ) -> list[str]:
     """Names of the pods upsynced from `target` in one upstream namespace (the patrol checks
     them against the downstream cache: a pod gone while the syncer was away goes too)."""
-    pods = reg.store(reg.catalog.by_resource("", "v1", "pods"))  # type: ignore[arg-type]
+    pods = _pod_store(reg)
     selector = selectors.parse_label_selector(f"{UPSYNC_LABEL}={target.key}")
     opts = list_options.ListOptions(label_selector=selector)
     found = await pods.list(RequestContext(cluster=cluster), namespace, opts)
@@ -178,7 +179,7 @@ async def forget_target(
     reg: registry.Registry, target: translate.TargetRef, clusters: frozenset[str]
 ) -> int:
     """Delete every pod upsynced from a target that is gone; how many there were."""
-    pods = reg.store(reg.catalog.by_resource("", "v1", "pods"))  # type: ignore[arg-type]
+    pods = _pod_store(reg)
     selector = selectors.parse_label_selector(f"{UPSYNC_LABEL}={target.key}")
     opts = list_options.ListOptions(label_selector=selector)
     removed = 0
@@ -192,7 +193,7 @@ async def forget_target(
 
 
 async def _delete(
-    pods: Any, ctx: RequestContext, namespace: str, name: str, current: StoredObject
+    pods: ResourceStore, ctx: RequestContext, namespace: str, name: str, current: StoredObject
 ) -> None:
     options = {**_DELETE_NOW, "preconditions": {"uid": current.metadata.get("uid")}}
     try:
@@ -200,6 +201,12 @@ async def _delete(
     except errors.StatusError as exc:
         if exc.reason not in ("NotFound", "Conflict"):
             raise
+
+
+def _pod_store(reg: registry.Registry) -> ResourceStore:
+    rt = reg.catalog.by_resource("", "v1", "pods")
+    assert rt is not None
+    return reg.store(rt)
 
 
 def _without_status(pod: dict[str, Any]) -> dict[str, Any]:
