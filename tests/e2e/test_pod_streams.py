@@ -17,6 +17,8 @@ from typing import Any
 import pytest
 from kubernetes import client, config
 from kubernetes.client.rest import ApiException
+from kubernetes.stream import stream as exec_stream
+from kubernetes.stream import ws_client
 
 from tests import server_process
 from tests.e2e import tenants
@@ -232,6 +234,28 @@ def test_python_client_reads_logs_and_lists_nodes(
     nodes = eventually(lambda: core.list_node().items or None, timeout=20)
     assert [n.metadata.name for n in nodes] == ["sim-node-0", "sim-node-1"]
     assert nodes[0].status.node_info.kubelet_version == "v1.32.0"
+    # The Python client's exec speaks v4.channel.k8s.io: the error channel carries the Status.
+    session = exec_stream(
+        core.connect_get_namespaced_pod_exec,
+        name,
+        "default",
+        command=["ls"],
+        stdout=True,
+        stderr=True,
+        stdin=False,
+        tty=False,
+        _preload_content=False,
+    )
+    try:
+        session.run_forever(timeout=10)
+        failure = json.loads(session.read_channel(ws_client.ERROR_CHANNEL))
+        closed = not session.is_open()
+    finally:
+        session.close()
+        session.sock.shutdown()  # the server closed first: close() leaves the socket open
+    assert (failure["status"], failure["reason"]) == ("Failure", "BadRequest")
+    assert failure["message"].endswith("is simulated and has no container runtime")
+    assert closed
     with pytest.raises(ApiException) as invalid:
         core.read_namespaced_pod_log(name, "default", limit_bytes=0)
     assert invalid.value.status == 422
