@@ -78,7 +78,7 @@ class UpsyncedPodStreams:
         near = web.WebSocketResponse(protocols=(far.protocol,) if far.protocol else ())
         try:
             await near.prepare(request)
-            await _relay(near, far)
+            await relay(near, far)
         finally:
             await far.close()
         return near
@@ -126,7 +126,7 @@ def _refused(worker: TargetWorker, exc: downstream.DownstreamError) -> errors.St
 _REASONS = {400: "BadRequest", 403: "Forbidden", 404: "NotFound", 409: "Conflict"}
 
 
-async def _relay(near: web.WebSocketResponse, far: aiohttp.ClientWebSocketResponse) -> None:
+async def relay(near: web.WebSocketResponse, far: aiohttp.ClientWebSocketResponse) -> None:
     """Frames both ways until either end closes; then both are closed."""
 
     async def up() -> None:
