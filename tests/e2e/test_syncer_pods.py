@@ -177,11 +177,20 @@ def test_rbac_decides_upstream(up: ServerProcess, two: env.Targets, cluster: str
         f'Error from server (Forbidden): pods "{name}" is forbidden: User "reader" cannot get '
         'resource "pods/log" in API group "" in the namespace "default"'
     )
+    refused = reader.denied("exec", name, "--", "ls")
+    assert f'pods "{name}" is forbidden: User "reader" cannot create resource "pods/exec"' in (
+        refused
+    )
     up.kubectl("create", "role", "log-reader", "--verb=get", "--resource=pods/log", cluster=cluster)
     up.kubectl(
         "create", "rolebinding", "logs", "--role", "log-reader", "--user", "reader", cluster=cluster
     )
     assert reader.kubectl("logs", name, "--tail=1").stdout.endswith("line 5\n")
+    # kubectl's WebSocket exec is a GET: in 1.32 `get pods/exec` lets it through.
+    admin("create", "role", "exec-get", "--verb=get", "--resource=pods/exec")
+    admin("create", "rolebinding", "exec", "--role", "exec-get", "--user", "reader")
+    reached = reader.denied("exec", name, "--", "ls")
+    assert reached.endswith("is simulated and has no container runtime"), reached
 
 
 def test_pods_without_a_node_or_a_target(up: ServerProcess, cluster: str) -> None:
