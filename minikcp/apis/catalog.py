@@ -48,6 +48,14 @@ def _status(group: str, version: str, kind: str) -> Subresource:
 
 _SCALE = Subresource("scale", "autoscaling", "v1", "Scale", STATUS_VERBS)
 _TOKEN = Subresource("token", "authentication.k8s.io", "v1", "TokenRequest", ("create",))
+# The streaming subresources of pods (kube-apiserver's connect storage: GET or POST).
+_CONNECT_VERBS = ("create", "get")
+_POD_STREAMS = {
+    "log": Subresource("log", "", "v1", "Pod", ("get",)),
+    "exec": Subresource("exec", "", "v1", "PodExecOptions", _CONNECT_VERBS),
+    "attach": Subresource("attach", "", "v1", "PodAttachOptions", _CONNECT_VERBS),
+    "portforward": Subresource("portforward", "", "v1", "PodPortForwardOptions", _CONNECT_VERBS),
+}
 
 
 def _rt(
@@ -74,6 +82,8 @@ def _rt(
             subresources.append(_TOKEN)
         elif sub == "finalize":
             subresources.append(Subresource("finalize", group, version, kind, ("update",)))
+        elif sub in _POD_STREAMS:
+            subresources.append(_POD_STREAMS[sub])
     package = _PACKAGES[group]
     return ResourceType(
         group=group,
@@ -207,7 +217,7 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
         namespaced=True,
         short=("po",),
         categories=("all",),
-        subs=("status",),
+        subs=("attach", "exec", "log", "portforward", "status"),
     ),
     _rt(
         "v1",
@@ -321,6 +331,12 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
         namespaced=False,
         verbs=("create",),
     ),
+)
+
+# Served only by a process that simulates a physical cluster (`--simulate-workloads`): kcp
+# serves no Nodes in logical clusters, a physical cluster does.
+NODE_TYPE: ResourceType = _rt(
+    "v1", "Node", "nodes", namespaced=False, short=("no",), subs=("status",)
 )
 
 # kube-aggregator's group priorities (pkg/controlplane/apiserver/aggregator.go): /apis lists

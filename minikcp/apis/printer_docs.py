@@ -49,6 +49,17 @@ FIELD_DOCS: Final[dict[str, str]] = {
         "podIP address allocated to the pod. Routable at least within the cluster. Empty if "
         "not yet allocated."
     ),
+    "core_v1.NodeSystemInfo.kubeletVersion": "Kubelet Version reported by the node.",
+    "core_v1.NodeSystemInfo.osImage": (
+        "OS Image reported by the node from /etc/os-release (e.g. Debian GNU/Linux 7 (wheezy))."
+    ),
+    "core_v1.NodeSystemInfo.kernelVersion": (
+        "Kernel Version reported by the node from 'uname -r' (e.g. 3.16.0-0.bpo.4-amd64)."
+    ),
+    "core_v1.NodeSystemInfo.containerRuntimeVersion": (
+        "ContainerRuntime Version reported by the node through runtime remote API (e.g. "
+        "containerd://1.4.2)."
+    ),
     "core_v1.PodSpec.nodeName": (
         "NodeName indicates in which node this pod is scheduled. If empty, this pod is a "
         "candidate for scheduling by the scheduler defined in schedulerName. Once this field "

@@ -191,6 +191,7 @@ _PRINTERS: Final[dict[tuple[str, str], Printer]] = {
     ("", "Event"): printers_core.EVENT,
     ("events.k8s.io", "Event"): printers_core.EVENTS_V1_EVENT,
     ("", "Pod"): printers_pod.POD,
+    ("", "Node"): printers_core.NODE,
     ("", "ResourceQuota"): printers_quota.RESOURCE_QUOTA,
     ("", "LimitRange"): printers_quota.LIMIT_RANGE,
     ("apps", "Deployment"): printers_apps.DEPLOYMENT,

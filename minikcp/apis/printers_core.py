@@ -281,3 +281,61 @@ _EVENT_COLUMNS: Final = (
 )
 EVENT: Final = _event_printer(_CORE_EVENT)
 EVENTS_V1_EVENT: Final = _event_printer(_EVENTS_V1_EVENT)
+
+
+# --- Node -----------------------------------------------------------------------------------------
+
+_ROLE_PREFIX = "node-role.kubernetes.io/"
+
+
+def _node_cells(obj: base.Obj, now: float) -> list[Any]:
+    status = base.mapping(obj.get("status"))
+    ready = "Unknown"
+    for condition in base.sequence(status.get("conditions")):
+        if base.mapping(condition).get("type") == "Ready":
+            ready = "Ready" if condition.get("status") == "True" else "NotReady"
+    states = [ready]
+    if base.mapping(obj.get("spec")).get("unschedulable"):
+        states.append("SchedulingDisabled")
+    labels = base.mapping(base.metadata(obj).get("labels"))
+    roles = sorted(k[len(_ROLE_PREFIX) :] for k in labels if k.startswith(_ROLE_PREFIX))
+    roles += sorted({v for k, v in labels.items() if k == "kubernetes.io/role" and v})
+    addresses = {
+        base.mapping(a).get("type"): base.string(base.mapping(a).get("address"))
+        for a in base.sequence(status.get("addresses"))
+    }
+    info = base.mapping(status.get("nodeInfo"))
+    return [
+        base.name(obj),
+        ",".join(states),
+        ",".join(r for r in roles if r) or base.NONE,
+        base.age(obj, now),
+        base.string(info.get("kubeletVersion")),
+        addresses.get("InternalIP") or base.NONE,
+        addresses.get("ExternalIP") or base.NONE,
+        base.string(info.get("osImage")) or "<unknown>",
+        base.string(info.get("kernelVersion")) or "<unknown>",
+        base.string(info.get("containerRuntimeVersion")) or "<unknown>",
+    ]
+
+
+NODE: Final = base.Printer(
+    (
+        base.NAME_COLUMN,
+        Column("Status", "string", "The status of the node"),
+        Column("Roles", "string", "The roles of the node"),
+        base.AGE_COLUMN,
+        Column("Version", "string", _doc("NodeSystemInfo.kubeletVersion")),
+        Column("Internal-IP", "string", "List of internal IPs.", priority=1),
+        Column("External-IP", "string", "List of external IPs.", priority=1),
+        Column("OS-Image", "string", _doc("NodeSystemInfo.osImage"), priority=1),
+        Column("Kernel-Version", "string", _doc("NodeSystemInfo.kernelVersion"), priority=1),
+        Column(
+            "Container-Runtime",
+            "string",
+            _doc("NodeSystemInfo.containerRuntimeVersion"),
+            priority=1,
+        ),
+    ),
+    _node_cells,
+)

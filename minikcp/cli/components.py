@@ -22,7 +22,8 @@ from minikcp.controllers import crds as crd_controller
 from minikcp.controllers import garbage_collector as gc_controller
 from minikcp.controllers import namespaces as namespace_controller
 from minikcp.controllers import workspaces as workspace_controller
-from minikcp.registry import registry
+from minikcp.registry import pod_streams, registry
+from minikcp.syncer import pod_proxy
 from minikcp.syncer import syncer as workload_syncer
 from minikcp.syncer import target as sync_target
 from minikcp.tenancy import resolver, workspaces
@@ -38,6 +39,8 @@ class Wiring:
     base_url: str
     sync: sync_target.Settings
     sync_resources: tuple[str, ...]
+    # The syncer adds itself: it serves pods/log, exec, ... of the pods it upsynced.
+    pod_connectors: pod_streams.Connectors
 
 
 Runner = Callable[[Wiring], Coroutine[Any, Any, None]]
@@ -87,7 +90,9 @@ def _api_bindings(w: Wiring) -> Coroutine[Any, Any, None]:
 
 
 def _syncer(w: Wiring) -> Coroutine[Any, Any, None]:
-    return workload_syncer.Syncer(w.registry, w.sync, extra_resources=w.sync_resources).run()
+    syncer = workload_syncer.Syncer(w.registry, w.sync, extra_resources=w.sync_resources)
+    w.pod_connectors.add(pod_proxy.UpsyncedPodStreams(syncer))
+    return syncer.run()
 
 
 CONTROLLERS: tuple[Controller, ...] = (

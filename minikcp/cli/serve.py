@@ -16,10 +16,11 @@ from urllib.parse import urlparse
 
 from aiohttp import web
 
+from minikcp.apis import catalog
 from minikcp.auth import authn, pki, service_accounts, tls, token_file
 from minikcp.cli import components, kubeconfigs
 from minikcp.machinery import rbac, users
-from minikcp.registry import registry, token_requests
+from minikcp.registry import pod_streams, registry, token_requests
 from minikcp.server import app as server_app
 from minikcp.simulator import simulator as workload_simulator
 from minikcp.syncer import target as sync_target
@@ -153,19 +154,31 @@ async def serve(options: ServeOptions) -> None:
         )
         async with asyncio.TaskGroup() as tasks:
             hub_task = tasks.create_task(hub.run(), name="watch-hub")
+            # A simulated physical cluster serves its Nodes; kcp serves none in logical clusters.
+            simulating = options.simulate_workloads is not None
+            types = catalog.Catalog.builtin()
             reg = await registry.Registry.open(
                 store,
                 hub,
                 service_account_tokens=token_requests.TokenSettings(sign=signing_key.sign),
                 root_ca=creds.ca_cert.read_text(),
+                types=types.extended((catalog.NODE_TYPE,)) if simulating else types,
             )
             registry_task = tasks.create_task(reg.run(), name="registry")
             resolver, lifecycle = workspaces.install(reg, base_url)
             resolver_task = tasks.create_task(resolver.run(), name="cluster-resolver")
             # APIBinding admission: the `bind` verb on the export, conflicts with CRDs.
             api_binding_admission.install(reg, resolver)
+            # Who runs the nodes of pods, for pods/log, exec, attach and portforward.
+            pod_connectors = pod_streams.Connectors()
             wiring = components.Wiring(
-                reg, lifecycle, resolver, base_url, options.sync, options.sync_resources
+                reg,
+                lifecycle,
+                resolver,
+                base_url,
+                options.sync,
+                options.sync_resources,
+                pod_connectors,
             )
             background = [registry_task, resolver_task]
             for controller in components.CONTROLLERS:
@@ -175,6 +188,9 @@ async def serve(options: ServeOptions) -> None:
                     )
             if options.simulate_workloads is not None:
                 simulator = workload_simulator.WorkloadSimulator(reg, options.simulate_workloads)
+                # After the syncer's: a pod upsynced from a target is bound to the target's
+                # node, whose name a simulated node may share.
+                pod_connectors.add(simulator.kubelets)
                 background.append(tasks.create_task(simulator.run(), name="workload-simulator"))
             application = server_app.build_app(
                 reg,
@@ -182,6 +198,7 @@ async def serve(options: ServeOptions) -> None:
                 ready=ready.is_set,
                 server_timing=options.server_timing,
                 resolve_cluster=resolver.resolve,
+                pod_connectors=pod_connectors,
             )
             # Cancel a handler when its client goes away: a watch nobody reads must not linger.
             runner = web.AppRunner(

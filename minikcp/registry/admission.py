@@ -2,9 +2,9 @@
 
 Like kube-apiserver's admission plugins, they run inside the registry's write path (so HTTP
 requests and in-process controllers get the same answers): `admit_create` (mutating) after
-defaulting and before validation, `validate_create` and `validate_update` (validating) after
-validation, right before the object is stored, `admit_delete` before a deletion starts. Each
-may raise a StatusError.
+defaulting and before validation, `admit_update` after validation of an update,
+`validate_create` and `validate_update` (validating) after validation, right before the object
+is stored, `admit_delete` before a deletion starts. Each may raise a StatusError.
 """
 
 from __future__ import annotations
@@ -21,6 +21,11 @@ class Admission:
 
     async def admit_create(self, ctx: RequestContext, obj: dict[str, Any]) -> None:
         """May change `obj` (private to the request) or refuse it."""
+
+    async def admit_update(
+        self, ctx: RequestContext, obj: dict[str, Any], old: Mapping[str, Any]
+    ) -> None:
+        """May refuse to replace `old` by `obj` (may not change `obj`)."""
 
     async def validate_create(
         self, ctx: RequestContext, obj: dict[str, Any], dry_run: bool
@@ -56,6 +61,12 @@ class Chain(Admission):
     async def admit_create(self, ctx: RequestContext, obj: dict[str, Any]) -> None:
         for hook in self.hooks:
             await hook.admit_create(ctx, obj)
+
+    async def admit_update(
+        self, ctx: RequestContext, obj: dict[str, Any], old: Mapping[str, Any]
+    ) -> None:
+        for hook in self.hooks:
+            await hook.admit_update(ctx, obj, old)
 
     async def validate_create(
         self, ctx: RequestContext, obj: dict[str, Any], dry_run: bool

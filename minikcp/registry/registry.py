@@ -83,7 +83,7 @@ class Registry:
         self._custom_stores: collections.OrderedDict[catalog.ResourceType, store.ResourceStore]
         self._custom_stores = collections.OrderedDict()
         self._reviewers: dict[catalog.ResourceType, reviews.ReviewStore | None] = {}
-        self._admission: dict[tuple[str, str], admission.Admission] = {}
+        self._admission: dict[tuple[str, str], list[admission.Admission]] = {}
         ns_type = self.catalog.by_resource("", "v1", "namespaces")
         assert ns_type is not None
         self.namespaces = namespaces.NamespaceStore(
@@ -153,7 +153,7 @@ class Registry:
         )
         self.admit_all(self.limit_ranges.hook_for)
         self.admit_all(self.quota.hook_for)
-        # Pods' own hook (it runs before the plugins above): ServiceAccount admission.
+        # Pods' ServiceAccount admission (a kind's own hooks run before the plugins above).
         self.admit(
             "", "Pod", service_account_admission.ServiceAccountAdmission(self.service_accounts)
         )
@@ -292,8 +292,9 @@ class Registry:
         return list(found.values())
 
     def admit(self, group: str, kind: str, hook: admission.Admission) -> None:
-        """Adds `hook` to the writes of a kind (one hook per kind), in every logical cluster."""
-        self._admission[(group, kind)] = hook
+        """Adds `hook` to the writes of a kind, after the kind's hooks added before, in every
+        logical cluster."""
+        self._admission.setdefault((group, kind), []).append(hook)
         self._readmit()
 
     def admit_all(self, plugin: admission.PluginFactory) -> None:
@@ -307,8 +308,8 @@ class Registry:
 
     def _admission_for(self, rt: catalog.ResourceType) -> admission.Admission | None:
         hooks = [h for plugin in self._plugins if (h := plugin(rt)) is not None]
-        own = self._admission.get((rt.group, rt.kind))
-        return admission.chain([own, *hooks] if own is not None else hooks)
+        own = self._admission.get((rt.group, rt.kind), [])
+        return admission.chain([*own, *hooks])
 
     def _new_store(self, rt: catalog.ResourceType) -> store.ResourceStore:
         found = store.ResourceStore(

@@ -447,6 +447,8 @@ class ResourceStore:
             new = self._prepare_update(desired, old, subresource, ctx.cluster)
             self._validate(ctx, new, old, opts)
             await self.strategy.admit(ctx, new, old)
+            if self.admission is not None:
+                await self.admission.admit_update(ctx, new, old)
             if managed:
                 self._managed_fields(new, old, opts, subresource)
             if _unchanged(new, old):

@@ -11,7 +11,7 @@ from aiohttp import web
 
 from minikcp.auth import authn, authorizer, impersonation, service_accounts
 from minikcp.machinery import errors, request_info, users
-from minikcp.registry import registry
+from minikcp.registry import pod_streams, registry
 from minikcp.server import encoding, nonresource, resources
 
 logger = logging.getLogger(__name__)
@@ -71,6 +71,7 @@ def build_app(
     ready: Callable[[], bool] = lambda: True,
     server_timing: bool = False,
     resolve_cluster: ClusterResolve = _as_is,
+    pod_connectors: pod_streams.Connectors | None = None,
 ) -> web.Application:
     middlewares = [status_errors]
     if server_timing:
@@ -78,7 +79,7 @@ def build_app(
     app = web.Application(
         middlewares=middlewares, client_max_size=encoding.MAX_BODY_BYTES + 64 * 1024
     )
-    resource_handler = resources.ResourceHandler(reg)
+    resource_handler = resources.ResourceHandler(reg, pod_connectors)
     other_handler = nonresource.NonResourceHandler(reg, ready=ready)
 
     async def dispatch(request: web.Request) -> web.StreamResponse:

@@ -12,7 +12,7 @@ from aiohttp import web
 
 from minikcp.apis import catalog
 from minikcp.machinery import errors, list_options, request_info, users
-from minikcp.registry import objects, patching, registry, scale
+from minikcp.registry import objects, patching, pod_streams, registry, scale
 from minikcp.server import encoding
 
 _FIELD_VALIDATION = ("Strict", "Warn", "Ignore")
@@ -52,8 +52,11 @@ def _manager_from_user_agent(user_agent: str) -> str:
 class ResourceHandler:
     """Serves /api/v1/... and /apis/<g>/<v>/... for one registry."""
 
-    def __init__(self, reg: registry.Registry) -> None:
+    def __init__(
+        self, reg: registry.Registry, pod_connectors: pod_streams.Connectors | None = None
+    ) -> None:
         self.registry = reg
+        self.pod_connectors = pod_connectors or pod_streams.Connectors()
 
     async def handle(
         self, request: web.Request, info: request_info.RequestInfo, user: users.UserInfo
@@ -66,6 +69,16 @@ class ResourceHandler:
             raise _not_found()
         if info.cluster == request_info.WILDCARD_CLUSTER and info.verb not in ("list", "watch"):
             raise errors.method_not_allowed(info.verb, info.resource)
+        if info.subresource in pod_streams.SUBRESOURCES and rt.plural == "pods" and not rt.group:
+            return await pod_streams.serve(
+                request,
+                self.registry.store(rt),
+                objects.RequestContext(cluster=info.cluster, user=user),
+                info.namespace,
+                info.name,
+                info.subresource,
+                self.pod_connectors,
+            )
         verb = info.verb
         create_only = rt.subresource(info.subresource) if info.subresource else None
         if create_only is not None and create_only.verbs == ("create",):

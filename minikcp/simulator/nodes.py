@@ -1,7 +1,7 @@
 """The simulated nodes: a small fixed set named `sim-node-0..N-1` that pods are bound to.
 
-No Node objects are served; a node here is its name, its labels (for DaemonSet node selectors)
-and its address.
+A node here is its name, its labels (for DaemonSet node selectors) and its address; the Node
+objects a kubelet would register are written by `node_heartbeats.py`.
 """
 
 from __future__ import annotations
@@ -27,11 +27,16 @@ def labels(node: str) -> dict[str, str]:
     }
 
 
+def index(node: str) -> int:
+    """3 for sim-node-3; 0 for other names."""
+    suffix = node.removeprefix(PREFIX)
+    return int(suffix) if suffix.isdigit() and node.startswith(PREFIX) else 0
+
+
 def host_ip(node: str) -> str:
     """10.0.0.2 for sim-node-0, 10.0.0.3 for sim-node-1, ...; other names share 10.0.0.2."""
-    suffix = node.removeprefix(PREFIX)
-    index = int(suffix) if suffix.isdigit() and node.startswith(PREFIX) else 0
-    return f"10.0.{2 + index // 250}.{2 + index % 250}"
+    at = index(node)
+    return f"10.0.{2 + at // 250}.{2 + at % 250}"
 
 
 def selects(pod_spec: Mapping[str, Any], node: str) -> bool:

@@ -36,6 +36,8 @@ from minikcp.simulator import (
     daemonsets,
     deployment_pass,
     jobs,
+    kubelet_streams,
+    node_heartbeats,
     replica_set_pass,
     rollout,
     statefulsets,
@@ -88,6 +90,9 @@ class WorkloadSimulator:
             cronjobs.CronJobController(self._objects, options, self._enqueue),
         ]
         self._controllers = {c.kind: c for c in controllers}
+        self.nodes = node_heartbeats.NodeHeartbeats(reg, options.nodes)
+        # The kubelets' streaming server (pods/log, exec, attach, portforward).
+        self.kubelets = kubelet_streams.SimulatedKubelet(reg, options.nodes)
         # The simulator reports Deployment status in every logical cluster.
         reg.deployment_status.hand_over_everywhere()
 
@@ -100,6 +105,7 @@ class WorkloadSimulator:
                     tasks.create_task(cache.run(), name=f"simulator-{cache.resource}")
                 for i in range(self._options.workers):
                     tasks.create_task(self._work(), name=f"simulator-worker-{i}")
+                tasks.create_task(self.nodes.run(), name="simulator-node-heartbeats")
         finally:
             self._queue.close()
 
@@ -186,6 +192,7 @@ class WorkloadSimulator:
         kind, cluster, namespace, name = key
         ctx = RequestContext(cluster)
         now = time.time()
+        self.nodes.seen(cluster)  # workloads run here: so do the nodes
         controller = self._controllers.get(kind)
         if controller is not None:
             result = await controller.sync(ctx, namespace, name, now)
@@ -254,6 +261,14 @@ class WorkloadSimulator:
             return 0, False, None  # its controller's pass runs it
         if ref is not None and ref.get("kind") == "ReplicaSet":
             return 0, False, None  # its ReplicaSet's pass runs it, or it is garbage
+        spec = pod.get("spec") or {}
+        if not spec.get("nodeName") and not spec.get("schedulingGates"):
+            # The scheduler's binding: a pod made by hand runs on a simulated node too.
+            node = self._objects.next_node()
+            bound = await self._objects.update(
+                "pods", ctx, pod, lambda p: p["spec"].__setitem__("nodeName", node)
+            )
+            pod = bound.view()
         outcome = await replica_set_pass.advance_pod(
             self._objects, self._options, ctx, pod, _NO_DEPLOYMENT, now
         )

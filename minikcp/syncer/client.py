@@ -7,9 +7,10 @@ backlog after an outage reaches the cluster at a pace it can take.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
 import aiohttp
@@ -139,6 +140,50 @@ class DownstreamClient:
         except kubeconfig.KubeconfigError as exc:
             raise Unreachable(str(exc)) from None
 
+    @contextlib.asynccontextmanager
+    async def stream(
+        self, path: str, params: Mapping[str, str]
+    ) -> AsyncIterator[aiohttp.ClientResponse]:
+        """A GET whose body the caller reads as it comes (a log); no rate limit, no total
+        timeout. Raises Unreachable or DownstreamError before yielding."""
+        self.requests += 1
+        headers = dict(await self._auth(refresh=False))
+        try:
+            async with self._sess().get(
+                self.conn.server + path,
+                params=params,
+                headers=headers,
+                timeout=aiohttp.ClientTimeout(total=None, sock_connect=self.timeout),
+                server_hostname=self.conn.server_name,
+            ) as resp:
+                if resp.status >= 400:
+                    raise _error(resp.status, _decode(await resp.read()))
+                yield resp
+        except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+            raise Unreachable(f"GET {path}: {str(exc) or type(exc).__name__}") from None
+
+    async def websocket(
+        self, path: str, params: Mapping[str, str], protocols: Sequence[str]
+    ) -> aiohttp.ClientWebSocketResponse:
+        """A WebSocket to `path` offering `protocols`; DownstreamError if the upgrade is
+        refused (aiohttp keeps only the status of a refusal), Unreachable if no answer."""
+        self.requests += 1
+        headers = dict(await self._auth(refresh=False))
+        try:
+            return await self._sess().ws_connect(
+                self.conn.server + path,
+                params=params,
+                headers=headers,
+                protocols=tuple(protocols),
+                timeout=aiohttp.ClientWSTimeout(ws_receive=None, ws_close=self.timeout),
+                server_hostname=self.conn.server_name,
+                autoping=True,
+            )
+        except aiohttp.WSServerHandshakeError as exc:
+            raise DownstreamError(exc.status, "", "") from None
+        except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+            raise Unreachable(f"GET {path}: {str(exc) or type(exc).__name__}") from None
+
     async def watch(
         self, path: str, params: Mapping[str, str], *, timeout: float
     ) -> AsyncIterator[dict[str, Any]]:
@@ -175,6 +220,12 @@ class DownstreamClient:
                             yield event
         except (aiohttp.ClientError, TimeoutError, OSError, orjson.JSONDecodeError) as exc:
             raise Unreachable(f"watch {path}: {str(exc) or type(exc).__name__}") from None
+
+
+def _error(status: int, decoded: Any) -> DownstreamError:
+    if not isinstance(decoded, dict):
+        return DownstreamError(status, "", "")
+    return DownstreamError(status, str(decoded.get("reason", "")), str(decoded.get("message", "")))
 
 
 def _decode(raw: bytes) -> Any:

@@ -13,7 +13,7 @@ import base64
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Coroutine
+from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,6 +32,7 @@ from minikcp.syncer import (
     reconcile,
     resources,
     translate,
+    upsync,
 )
 from minikcp.syncer.target import ItemKey, Settings, TargetWorker
 
@@ -60,6 +61,8 @@ class Syncer:
         extra_resources: tuple[str, ...] = (),
     ) -> None:
         self.registry = reg
+        # Pods shown upstream for a target are read-only to everybody but the syncer.
+        reg.admit("", "Pod", upsync.UpsyncedPods())
         self.settings = settings or Settings()
         self.extra_resources = extra_resources
         self._running: dict[tuple[str, str], _Running] = {}
@@ -263,6 +266,10 @@ class Syncer:
             if running is not None:
                 detached = running.detaching is not None
                 await self._stop(key, close=detached)
+                # What ran there is no longer shown: its pods go with the target.
+                worker = running.worker
+                with contextlib.suppress(errors.StatusError):
+                    await upsync.forget_target(self.registry, worker.ref, worker.serves)
                 if not detached and self._tasks is not None:
                     # Gone without a detach (its logical cluster was deleted at once): what
                     # was synced there is removed all the same, bounded by the detach timeout.
@@ -335,6 +342,8 @@ class Syncer:
             on_health=self._on_health,
             collect=lambda w: reconcile.collect_namespaces(self, w),
             status_up=lambda s, k: reconcile.status_up(self, s, k),
+            upsync=self._upsync,
+            upsynced=lambda w, c, n: upsync.orphans(self.registry, w.ref, c, n),
         )
         # A target that answered before (the last run) keeps its placements from the start, so a
         # restart does not re-split replicas while the first probes are on their way.
@@ -366,8 +375,26 @@ class Syncer:
                     await task
         running.worker.queue.close()
         running.worker.status_queue.close()
+        running.worker.upsync_queue.close()
         if close:
             await running.worker.client.close()
+
+    async def _upsync(self, worker: TargetWorker, key: ItemKey) -> None:
+        """One downstream pod of `worker`'s target shown upstream as it is (or no longer)."""
+        _, cluster, namespace, name = key
+        down_ns = translate.downstream_namespace(worker.ref, cluster, namespace)
+        down = worker.pods.get(down_ns, name)
+        await upsync.sync_pod(self.registry, worker.ref, cluster, namespace, down, name)
+
+    def target_of_pod(self, cluster: str, pod: Mapping[str, Any]) -> TargetWorker | None:
+        """The running worker of the target an upsynced pod came from."""
+        key = upsync.upsynced_from(pod)
+        if not key:
+            return None
+        for w in self.workers_for(cluster):
+            if w.ref.key == key:
+                return w
+        return None
 
     async def _kubeconfig_of(self, cluster: str, spec: dict[str, Any]) -> tuple[str, str]:
         ref = spec.get("kubeconfigSecretRef") or {}

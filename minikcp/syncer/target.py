@@ -71,6 +71,8 @@ class TargetWorker:
         on_health: Callable[[TargetWorker], Any],
         collect: Callable[[TargetWorker], Any],
         status_up: Callable[[resources.Synced, ItemKey], Any],
+        upsync: Callable[[TargetWorker, ItemKey], Any] | None = None,
+        upsynced: Callable[[TargetWorker, str, str], Any] | None = None,
     ) -> None:
         self.ref = ref
         self.client = client
@@ -88,6 +90,8 @@ class TargetWorker:
         self._on_health = on_health
         self._collect = collect
         self._status_up = status_up
+        self._upsync = upsync
+        self._upsynced = upsynced
         self.status_queue: WorkQueue[ItemKey] = WorkQueue(
             _cluster_of, max_delay=settings.max_backoff
         )
@@ -98,6 +102,12 @@ class TargetWorker:
         }
         self.namespaces = informer.Informer(
             client, "/api/v1/namespaces", selector, self._namespace_event
+        )
+        # Pods go up (upsync.py): every downstream pod is cached, those in namespaces we placed
+        # are mapped to upstream keys and copied up by one worker of their own.
+        self.pods = informer.Informer(client, "/api/v1/pods", "", self._pod_event)
+        self.upsync_queue: WorkQueue[ItemKey] = WorkQueue(
+            _cluster_of, max_delay=settings.max_backoff
         )
         # Downstream namespace -> (target uid, logical cluster, namespace): from the namespace
         # informer and from our own writes, to map downstream objects back to upstream keys.
@@ -151,6 +161,11 @@ class TargetWorker:
         _, cluster, namespace = located
         return (resource, cluster, namespace, meta.get("name", ""))
 
+    def _pod_event(self, kind: str, new: dict[str, Any] | None, old: dict[str, Any] | None) -> None:
+        key = self._upstream_key("pods", new or old or {})
+        if key is not None and self._upsync is not None:
+            self.upsync_queue.add(key)
+
     def _namespace_event(
         self, kind: str, new: dict[str, Any] | None, old: dict[str, Any] | None
     ) -> None:
@@ -159,7 +174,12 @@ class TargetWorker:
         if kind != "DELETED":
             located = translate.parse_locator(meta.get("annotations"))
             if located is not None and located[0] == self.ref.uid:
+                known = name in self.locations
                 self.locations[name] = located
+                if not known:  # pods seen before their namespace was known
+                    for ns, pod in list(self.pods.cache):
+                        if ns == name:
+                            self._pod_event("ADDED", self.pods.cache[(ns, pod)], None)
             return
         # A namespace deleted by hand: everything we had there must come back.
         for res, inf in self.informers.items():
@@ -186,6 +206,9 @@ class TargetWorker:
                 task(f"worker {i}", self._work)
             task("patrol", self._patrol)
             task("status", self._status_work)
+            if self._upsync is not None:
+                task("pod informer", self.pods.run)
+                task("upsync", self._upsync_work)
 
     async def _work(self) -> None:
         while True:
@@ -235,6 +258,27 @@ class TargetWorker:
             finally:
                 self.status_queue.done(key)
 
+    async def _upsync_work(self) -> None:
+        while True:
+            try:
+                key = await self.upsync_queue.get()
+            except ShutDown:
+                return
+            try:
+                assert self._upsync is not None
+                await self._upsync(self, key)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                delay = self.upsync_queue.add_rate_limited(key)
+                logger.warning(
+                    "upsync of %s from %s: %r (retry in %.1fs)", key, self.name, exc, delay
+                )
+            else:
+                self.upsync_queue.forget(key)
+            finally:
+                self.upsync_queue.done(key)
+
     async def _probe_loop(self) -> None:
         while True:
             ok = await self._probe()
@@ -243,7 +287,7 @@ class TargetWorker:
             if ok:
                 self.health.last_ok = now
                 self.health.reached = True
-                for inf in (self.namespaces, *self.informers.values()):
+                for inf in (self.namespaces, self.pods, *self.informers.values()):
                     if not inf.healthy:
                         inf.wake()
             self.health.ready = ok or (
@@ -302,10 +346,21 @@ class TargetWorker:
             await asyncio.sleep(self.settings.patrol_interval * random.uniform(0.9, 1.1))
             if self.health.ready and self.synced_caches:
                 self._enqueue_cached()
+                await self._patrol_pods()
                 try:
                     await self._collect(self)
                 except (downstream.Unreachable, downstream.DownstreamError) as exc:
                     logger.debug("patrol of %s: %s", self.name, exc)
+
+    async def _patrol_pods(self) -> None:
+        """Upstream pods of ours whose downstream pod is gone (the syncer was away when it went)
+        are queued, so the upsync worker removes them."""
+        if self._upsynced is None or not self.pods.healthy:
+            return
+        for down_ns, (_, cluster, namespace) in list(self.locations.items()):
+            for name in await self._upsynced(self, cluster, namespace):
+                if self.pods.get(down_ns, name) is None:
+                    self.upsync_queue.add(("pods", cluster, namespace, name))
 
     def require_ready(self) -> None:
         """Fail fast instead of calling a target known to be down (no hot loop while down)."""

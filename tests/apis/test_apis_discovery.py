@@ -135,12 +135,33 @@ def test_aggregated_core(builtin: Catalog) -> None:
         ],
         "shortNames": ["po"],
         "categories": ["all"],
+        # As a 1.32 kube-apiserver lists them (the streaming ones answer GET and POST).
         "subresources": [
+            {
+                "subresource": "attach",
+                "responseKind": {"group": "", "version": "v1", "kind": "PodAttachOptions"},
+                "verbs": ["create", "get"],
+            },
+            {
+                "subresource": "exec",
+                "responseKind": {"group": "", "version": "v1", "kind": "PodExecOptions"},
+                "verbs": ["create", "get"],
+            },
+            {
+                "subresource": "log",
+                "responseKind": {"group": "", "version": "v1", "kind": "Pod"},
+                "verbs": ["get"],
+            },
+            {
+                "subresource": "portforward",
+                "responseKind": {"group": "", "version": "v1", "kind": "PodPortForwardOptions"},
+                "verbs": ["create", "get"],
+            },
             {
                 "subresource": "status",
                 "responseKind": {"group": "", "version": "v1", "kind": "Pod"},
                 "verbs": ["get", "patch", "update"],
-            }
+            },
         ],
     }
 
