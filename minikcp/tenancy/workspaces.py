@@ -270,7 +270,10 @@ class Workspaces:
             logger.info("workspace %s:%s deleted %d logical clusters", ctx.cluster, name, deleted)
 
         def drop_finalizer(current: dict[str, Any] | None) -> dict[str, Any]:
-            assert current is not None
+            if current is None:
+                raise errors.not_found(
+                    self.workspaces.rt.plural, name, group=self.workspaces.rt.group
+                )
             meta = current["metadata"]
             meta["finalizers"] = [f for f in meta.get("finalizers") or () if f != FINALIZER]
             return current
@@ -307,7 +310,8 @@ class Workspaces:
         status: dict[str, Any],
     ) -> StoredObject:
         def mutate(current: dict[str, Any] | None) -> dict[str, Any]:
-            assert current is not None
+            if current is None:  # e.g. a LogicalCluster its Workspace was deleted before making
+                raise errors.not_found(resource.rt.plural, name, group=resource.rt.group)
             merged = dict(current.get("status") or {})
             merged.update(status)
             current["status"] = merged

@@ -84,3 +84,23 @@ async def test_caches_fill_on_use_and_empty_on_deletion(
     assert str(missing.value) == 'workspaces.tenancy.kcp.io "root:org:team" not found'
     stored, _ = await reg.scan(ws, team["spec"]["cluster"])
     assert stored == []
+
+
+async def test_a_workspace_deleted_before_its_logical_cluster_exists_goes(tmp_path: Path) -> None:
+    # No controller runs until the deletion has started: the child's LogicalCluster was never made.
+    store = await sqlite.SqliteStorage.open(tmp_path / "store.db", compact_interval=None)
+    watch_hub = hub.WatchHub(store, start_revision=await store.current_revision())
+    hub_task = asyncio.create_task(watch_hub.run())
+    try:
+        reg = await registry.Registry.open(store, watch_hub)
+        resolver, lifecycle = workspaces.install(reg, "https://example.test")
+        ws = resolver.workspace_type
+        await _create(reg, ws, "root", "early")
+        root = RequestContext(cluster="root")
+        await reg.store(ws).delete(root, "", "early", {}, WriteOptions())
+        await lifecycle.reconcile("root", "early")
+        assert await reg.store(ws).find(root, "", "early") is None
+    finally:
+        hub_task.cancel()
+        await asyncio.gather(hub_task, return_exceptions=True)
+        await store.close()
