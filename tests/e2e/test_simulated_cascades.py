@@ -2,7 +2,8 @@
 collector, not the simulated controllers, deletes what they owned (`--cascade=background`),
 waits for it (`--cascade=foreground`) or leaves it without owner references
 (`--cascade=orphan`), after which nothing deletes it. A child whose controller reference names
-an earlier owner of the same name is neither adopted nor kept.
+an earlier owner of the same name is neither adopted nor kept. Jobs a CronJob deletes itself
+(history limits) take their pods with them.
 
 One server with the simulator for the module, its simulated clock an hour ahead, so a CronJob
 starts a Job as soon as it exists; every test works in its own logical cluster.
@@ -258,3 +259,19 @@ def test_a_pod_naming_a_job_of_another_uid_is_collected(kubectl: Kubectl) -> Non
     assert (status.get("active"), status.get("succeeded", 0), status.get("failed", 0)) == (2, 0, 0)
     pods = items(kubectl, "pods", "batch")
     assert {p["metadata"]["ownerReferences"][0]["uid"] for p in pods} == {job["metadata"]["uid"]}
+
+
+def test_jobs_beyond_the_history_limit_go_with_their_pods(kubectl: Kubectl) -> None:
+    """The CronJob controller deletes them in the background (a Job's own default would orphan
+    its pods) and the garbage collector takes their pods."""
+    body = workload("cronjob", "short")
+    body["spec"]["successfulJobsHistoryLimit"] = 0
+    template = body["spec"]["jobTemplate"]["spec"]["template"]
+    template["metadata"]["annotations"]["sim.minikcp.io/run-for"] = "0.5"
+    kubectl("create", "-f", "-", input=json.dumps(body))
+    eventually(
+        lambda: kubectl.get("cronjob", "short").get("status", {}).get("lastSuccessfulTime"),
+        what="the first Job to succeed",
+    )
+    eventually(lambda: not items(kubectl, "jobs", "short"), what="the finished Job to go")
+    eventually(lambda: not items(kubectl, "pods", "short"), what="its pods to go")
