@@ -58,10 +58,46 @@ def objects_prefix(resource: BoundResource, cluster: str) -> str:
 
 
 @dataclass(frozen=True, slots=True)
-class _Binding:
+class Claim:
+    """A permission claim a binding accepted and its export makes (status.appliedPermissionClaims):
+    the export's virtual workspace serves these objects of the consumer."""
+
+    group: str
+    resource: str
+    all: bool
+    selectors: tuple[tuple[str, str], ...]  # (name, namespace); "" matches any
+
+    def selects(self, namespace: str, name: str) -> bool:
+        if self.all:
+            return True
+        return any(
+            (not sel_name or sel_name == name) and (not sel_ns or sel_ns == namespace)
+            for sel_name, sel_ns in self.selectors
+        )
+
+
+def claim(applied: Mapping[str, Any]) -> Claim:
+    """One entry of status.appliedPermissionClaims (kcp v1alpha1: `all`, or `resourceSelector`
+    by name and namespace)."""
+    selectors = tuple(
+        (str(s.get("name") or ""), str(s.get("namespace") or ""))
+        for s in applied.get("resourceSelector") or ()
+        if isinstance(s, Mapping)
+    )
+    return Claim(
+        str(applied.get("group") or ""),
+        str(applied.get("resource") or ""),
+        bool(applied.get("all")),
+        selectors,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Binding:
     revision: int
     resources: tuple[BoundResource, ...]
     export: tuple[str, str]  # (cluster, name) of the bound APIExport
+    claims: tuple[Claim, ...] = ()
 
 
 class BoundAPIs:
@@ -71,7 +107,7 @@ class BoundAPIs:
         self._binding_prefix = keys.resource_prefix(binding_type)
         self._schema_prefix = keys.resource_prefix(schema_type)
         self._group_prefix = f"/registry/{binding_type.group}/"
-        self._bindings: dict[str, dict[str, _Binding]] = {}  # cluster -> binding name -> bound
+        self._bindings: dict[str, dict[str, Binding]] = {}  # cluster -> binding name -> bound
         self._served: dict[str, tuple[BoundResource, ...]] = {}  # cluster -> union, sorted
         self._schemas: dict[tuple[str, str], tuple[int, Mapping[str, Any]]] = {}
         # schema uid -> (cluster, name) -> schema: the original and its bound copy.
@@ -141,10 +177,21 @@ class BoundAPIs:
         return found[1] if found else None
 
     def binds_export(self, cluster: str, export_cluster: str, export_name: str) -> bool:
-        return any(
-            b.export == (export_cluster, export_name)
-            for b in self._bindings.get(cluster, {}).values()
-        )
+        return self.binding_to(cluster, export_cluster, export_name) is not None
+
+    def binding_to(self, cluster: str, export_cluster: str, export_name: str) -> Binding | None:
+        """A cluster's bound binding to an export, if any."""
+        for found in self._bindings.get(cluster, {}).values():
+            if found.export == (export_cluster, export_name):
+                return found
+        return None
+
+    def export_serving(self, cluster: str, group: str, resource: str) -> tuple[str, str] | None:
+        """(cluster, name) of the export whose binding serves group/resource in a cluster."""
+        for found in self._bindings.get(cluster, {}).values():
+            if any((r.group, r.resource) == (group, resource) for r in found.resources):
+                return found.export
+        return None
 
     # -- following storage ----------------------------------------------------------------
 
@@ -224,7 +271,7 @@ class BoundAPIs:
             self._bindings.setdefault(cluster, {})[name] = entry
         self._update_served(cluster)
 
-    def _entry(self, binding: Mapping[str, Any], revision: int) -> _Binding | None:
+    def _entry(self, binding: Mapping[str, Any], revision: int) -> Binding | None:
         status = binding.get("status") or {}
         export_cluster = str(status.get("apiExportClusterName") or "")
         resources = []
@@ -234,7 +281,10 @@ class BoundAPIs:
         if not resources:
             return None
         export_name = api_exports.export_reference(binding)[1]
-        return _Binding(revision, tuple(resources), (export_cluster, export_name))
+        claims = tuple(
+            claim(c) for c in status.get("appliedPermissionClaims") or () if isinstance(c, Mapping)
+        )
+        return Binding(revision, tuple(resources), (export_cluster, export_name), claims)
 
     def _update_served(self, cluster: str) -> None:
         found = self._bindings.get(cluster)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import orjson
@@ -16,6 +16,9 @@ from minikcp.registry import objects, patching, registry, scale
 from minikcp.server import encoding
 
 _FIELD_VALIDATION = ("Strict", "Warn", "Ignore")
+
+# Which objects a view serves: (cluster, namespace, name) -> served (a virtual workspace's filter).
+Visible = Callable[[str, str, str], bool]
 
 
 def _not_found() -> errors.StatusError:
@@ -56,9 +59,17 @@ class ResourceHandler:
         self.registry = reg
 
     async def handle(
-        self, request: web.Request, info: request_info.RequestInfo, user: users.UserInfo
+        self,
+        request: web.Request,
+        info: request_info.RequestInfo,
+        user: users.UserInfo,
+        *,
+        types: catalog.Catalog | None = None,
+        visible: Visible | None = None,
     ) -> web.StreamResponse:
-        types = self.registry.catalog_for(info.cluster)
+        """`types` and `visible` make it a view: only those kinds, only those objects."""
+        if types is None:
+            types = self.registry.catalog_for(info.cluster)
         rt = types.by_resource(info.group, info.version, info.resource)
         if rt is None:
             raise _not_found()
@@ -78,7 +89,7 @@ class ResourceHandler:
         ctx = objects.RequestContext(cluster=info.cluster, user=user)
         namespace = info.namespace if rt.namespaced else ""
         query = {k: v for k, v in request.query.items()}
-        response = await self._dispatch(request, info, rt, ctx, namespace, query)
+        response = await self._dispatch(request, info, rt, ctx, namespace, query, visible)
         for warning in dict.fromkeys(ctx.warnings):  # once each, as apiserver's recorder
             response.headers.add("Warning", f'299 - "{_escape(warning)}"')
         return response
@@ -91,6 +102,7 @@ class ResourceHandler:
         ctx: objects.RequestContext,
         namespace: str,
         query: dict[str, str],
+        visible: Visible | None = None,
     ) -> web.StreamResponse:
         verb, name, sub = info.verb, info.name, info.subresource
         reviewer = self.registry.reviewer(rt)
@@ -111,9 +123,9 @@ class ResourceHandler:
         if verb == "watch" or (verb == "get" and name and _is_watch(query)):
             if name:
                 query["fieldSelector"] = _merge_name_selector(query.get("fieldSelector", ""), name)
-            return await self._watch(request, rt, ctx, namespace, query)
+            return await self._watch(request, rt, ctx, namespace, query, visible)
         if verb == "list":
-            return await self._list(request, rt, ctx, namespace, query)
+            return await self._list(request, rt, ctx, namespace, query, visible)
         if verb == "get":
             if sub == "scale":
                 return _json(await scale.get_scale(store, ctx, namespace, name))
@@ -206,11 +218,14 @@ class ResourceHandler:
         ctx: objects.RequestContext,
         namespace: str,
         query: Mapping[str, str],
+        visible: Visible | None = None,
     ) -> web.Response:
         opts = list_options.parse_list_options(query, watch=False)
         store = self.registry.store(rt)
         store.check_field_selector(opts)
         result = await store.list(ctx, namespace, opts)
+        if visible is not None:
+            result.items = [obj for obj in result.items if _in_view(visible, obj)]
         table = encoding.wants_table(request.headers.get("Accept", ""), query)
         if table is not None:
             printer = store.strategy.printer
@@ -240,6 +255,7 @@ class ResourceHandler:
         ctx: objects.RequestContext,
         namespace: str,
         query: Mapping[str, str],
+        visible: Visible | None = None,
     ) -> web.StreamResponse:
         opts = list_options.parse_list_options(query, watch=True)
         table = encoding.wants_table(request.headers.get("Accept", ""), query)
@@ -258,6 +274,8 @@ class ResourceHandler:
         first = True
         try:
             async for event in events:
+                if visible and event.object is not None and not _in_view(visible, event.object):
+                    continue
                 await response.write(
                     encoding.watch_event_bytes(event, rt, table, printer, first=first)
                 )
@@ -303,6 +321,11 @@ class ResourceHandler:
             body=encoding.list_bytes(rt, deleted, revision=listing.revision),
             content_type=encoding.JSON,
         )
+
+
+def _in_view(visible: Visible, obj: objects.StoredObject) -> bool:
+    meta = obj.metadata
+    return visible(obj.cluster, str(meta.get("namespace") or ""), str(meta.get("name") or ""))
 
 
 def _content_type(request: web.Request) -> str:
