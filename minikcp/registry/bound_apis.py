@@ -150,6 +150,20 @@ class BoundAPIs:
         self._types[resource] = types
         return types
 
+    def type_with_identity(
+        self, group: str, version: str, resource: str, identity: str
+    ) -> catalog.ResourceType | None:
+        """A bound resource's type by its export's identity (kcp's `<resource>:<identityHash>`
+        on `/clusters/*`): every consumer's objects of that export."""
+        for bound in self._interned.values():
+            if (bound.group, bound.resource, bound.identity) != (group, resource, identity):
+                continue
+            types = self.served(bound)
+            for rt in types.types if types is not None else ():
+                if (rt.version, rt.plural) == (version, resource):
+                    return rt
+        return None
+
     def has_copy(self, uid: str) -> bool:
         """Whether a schema's copy in system:bound-crds is known."""
         found = self._by_uid.get(uid) or {}

@@ -70,7 +70,15 @@ class ResourceHandler:
         """`types` and `visible` make it a view: only those kinds, only those objects."""
         if types is None:
             types = self.registry.catalog_for(info.cluster)
-        rt = types.by_resource(info.group, info.version, info.resource)
+            rt = types.by_resource(info.group, info.version, info.resource)
+            if rt is None and info.cluster == request_info.WILDCARD_CLUSTER:
+                plural, _, identity = info.resource.partition(":")
+                if identity:
+                    rt = self.registry.bound_apis.type_with_identity(
+                        info.group, info.version, plural, identity
+                    )
+        else:
+            rt = types.by_resource(info.group, info.version, info.resource)
         if rt is None:
             raise _not_found()
         if info.subresource and info.subresource not in {s.name for s in rt.subresources}:

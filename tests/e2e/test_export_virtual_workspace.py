@@ -280,6 +280,18 @@ def test_content_permission_and_the_maximal_policy(env: Env) -> None:
     assert code == 403 and "policy" not in body["message"]
 
 
+def test_plain_wildcard_serves_bound_resources_by_identity(env: Env) -> None:
+    identity = m.identity_hash(env.writer, env.setup.provider)
+    base = f"/clusters/*/apis/{m.GROUP}/v1/widgets"
+    code, body = vw.call(env.reader, "GET", f"{base}:{identity}")
+    assert code == 200 and body["kind"] == "WidgetList"
+    found = {w["metadata"]["annotations"]["kcp.io/cluster"] for w in body["items"]}
+    assert found == set(env.setup.consumers.values())
+    for path in (base, f"{base}:{'0' * 64}"):
+        code, body = vw.call(env.reader, "GET", path)
+        assert (code, body["reason"]) == (404, "NotFound"), path
+
+
 def test_bad_paths_unknown_exports_and_unbound_clusters(env: Env) -> None:
     cluster = env.setup.provider_cluster
     for path in (
