@@ -164,6 +164,23 @@ def test_kubectl_on_the_virtual_workspace(env: Env) -> None:
     assert sorted(resources.split()) == ["configmaps", f"widgets.{m.GROUP}"]
     explained = env.reader.kubectl("--server", env.url(c1), "explain", "widgets.spec").stdout
     assert "How big." in explained
+    # Pages and selectors as in the normal API.
+    objects = _objects(env, "*")
+    first = objects.list_cluster_custom_object(m.GROUP, "v1", "widgets", limit=1)
+    assert len(first["items"]) == 1 and first["metadata"]["continue"]
+    rest = objects.list_cluster_custom_object(
+        m.GROUP, "v1", "widgets", _continue=first["metadata"]["continue"]
+    )
+    names = [w["metadata"]["name"] for w in first["items"] + rest["items"]]
+    assert names.count("by-kubectl") == 2
+    labelled = objects.list_cluster_custom_object(
+        m.GROUP, "v1", "widgets", label_selector="seen=yes"
+    )
+    assert {w["metadata"]["name"] for w in labelled["items"]} <= {"w1"}
+    code, v2 = vw.call(env.reader, "GET", f"{env.setup.path}/clusters/{c1}/openapi/v2")
+    assert code == 200
+    assert "io.kcp.example.v1.Widget" in v2["definitions"]
+    assert not any("Deployment" in name for name in v2["definitions"])
     env.reader.kubectl("--server", env.url(c1), "delete", "widget", "by-kubectl")
     gone = env.writer.kubectl("get", "widget", "by-kubectl", cluster="root:c1", check=False)
     assert "NotFound" in gone.stderr
