@@ -19,11 +19,12 @@ from minikcp.apis import api_exports
 from minikcp.auth import authorizer
 from minikcp.machinery import errors, go_text, rbac, request_info, users
 from minikcp.registry import export_views, registry
-from minikcp.server import nonresource, resources
+from minikcp.server import encoding, nonresource, resources
 
 PREFIX = "/services/apiexport/"
 _NO_BINDING = "could not find suitable APIBinding in target logical cluster"
 _NO_REASON = "failed to find suitable reason to allow access in APIBinding"
+_WRITES = frozenset({"create", "update", "patch", "delete", "deletecollection"})
 
 
 def _not_found() -> errors.StatusError:
@@ -71,7 +72,7 @@ class APIExportVirtualWorkspace:
                 raise errors.method_not_allowed(request.method, info.path)
             prefix = request.path.removesuffix(info.path)  # URLs in documents keep it
             return await self._other.handle(request, info, types=view.catalog, path_prefix=prefix)
-        visible = self._authorize_binding(view, info, attrs)
+        visible = await self._authorize_binding(request, view, info, attrs)
         return await self._resources.handle(
             request, info, user, types=view.catalog, visible=visible
         )
@@ -98,8 +99,12 @@ class APIExportVirtualWorkspace:
             )
             raise rbac.forbidden(attrs, reason)
 
-    def _authorize_binding(
-        self, view: export_views.ExportView, info: request_info.RequestInfo, attrs: rbac.Attributes
+    async def _authorize_binding(
+        self,
+        request: web.Request,
+        view: export_views.ExportView,
+        info: request_info.RequestInfo,
+        attrs: rbac.Attributes,
     ) -> resources.Visible | None:
         """kcp's boundAPIAuthorizer for one consumer; the filter of a claimed resource."""
         group, resource = info.group, info.resource
@@ -122,13 +127,28 @@ class APIExportVirtualWorkspace:
         accepted = view.claim_in(info.cluster, group, resource)
         if accepted is None:
             raise rbac.forbidden(attrs, _NO_REASON)
-        if info.name and not accepted.selects(info.namespace, info.name):
-            raise errors.not_found(resource, info.name, group=group)
         if accepted.all:
             return None
+        if info.verb in _WRITES:
+            # kcp's permission claim admission: only selected objects are written.
+            name = info.name or await _body_name(request)
+            if not accepted.selects(info.namespace, name):
+                raise errors.forbidden(resource, name, "operation not permitted", group=group)
+        elif info.name and not accepted.selects(info.namespace, info.name):
+            raise errors.not_found(resource, info.name, group=group)  # as a label filter hides it
 
         def visible_here(cluster: str, namespace: str, name: str) -> bool:
             assert accepted is not None
             return accepted.selects(namespace, name)
 
         return visible_here
+
+
+async def _body_name(request: web.Request) -> str:
+    """The name a create's body gives its object ("" when it has none or is not an object)."""
+    try:
+        body = encoding.decode_body(await request.read(), request.content_type)
+    except errors.StatusError:
+        return ""  # the handler answers for a bad body
+    meta = body.get("metadata") if isinstance(body, dict) else None
+    return str(meta.get("name") or "") if isinstance(meta, dict) else ""

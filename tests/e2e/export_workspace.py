@@ -41,12 +41,20 @@ def provider(server: ServerProcess, name: str, *, maximal: bool = False) -> tupl
     return path, found["metadata"]["annotations"]["kcp.io/cluster"]
 
 
-def consumer(server: ServerProcess, name: str, provider_path: str, *, accept: bool) -> str:
-    """A workspace bound to the export (accepting the configmaps claim or not); its cluster."""
+def consumer(
+    server: ServerProcess,
+    name: str,
+    provider_path: str,
+    *,
+    accept: bool,
+    claim: dict[str, Any] | None = None,
+) -> str:
+    """A workspace bound to the export (accepting the configmaps claim, as `claim` narrows it,
+    or not); its logical cluster."""
     path = m.workspace(server, name)
     binding = m.binding(provider_path)
     if accept:
-        binding["spec"]["permissionClaims"] = [{**CLAIM, "state": "Accepted"}]
+        binding["spec"]["permissionClaims"] = [{**(claim or CLAIM), "state": "Accepted"}]
     server.kubectl("apply", "-f", "-", cluster=path, input=m.as_yaml(binding))
     found = m.bound(server, path)
     if accept:

@@ -213,6 +213,40 @@ def test_claimed_configmaps_only_where_accepted(env: Env) -> None:
     assert (code, body["reason"]) == (404, "NotFound")
 
 
+def test_a_claim_accepted_for_selected_objects(env: Env) -> None:
+    picked = {"group": "", "resource": "configmaps", "resourceSelector": [{"name": "picked"}]}
+    c3 = vw.consumer(env.writer, "c3", env.setup.provider, accept=True, claim=picked)
+    for name in ("picked", "other"):
+        env.writer.kubectl("create", "configmap", name, cluster="root:c3")
+    everywhere = f"{env.setup.path}/clusters/*/api/v1/configmaps"
+
+    def in_c3() -> list[str]:
+        items = vw.call(env.reader, "GET", everywhere)[1]["items"]
+        return [c["metadata"]["name"] for c in items if c["metadata"]["annotations"]["kcp.io/"
+                "cluster"] == c3]  # fmt: skip
+
+    assert eventually(in_c3, what="c3's picked configmap in the view") == ["picked"]
+    here = f"{env.setup.path}/clusters/{c3}/api/v1/namespaces/default/configmaps"
+    assert vw.call(env.reader, "GET", f"{here}/picked")[0] == 200
+    code, body = vw.call(env.reader, "GET", f"{here}/other")
+    assert (code, body["message"]) == (404, 'configmaps "other" not found')
+    code, body = vw.call(env.reader, "POST", here, {"metadata": {"name": "another"}})
+    assert (code, body["message"]) == (
+        403,
+        'configmaps "another" is forbidden: operation not permitted',
+    )
+    patch = {"data": {"k": "v"}}
+    code, _ = vw.call(
+        env.reader, "PATCH", f"{here}/picked", patch, content_type="application/merge-patch+json"
+    )
+    assert code == 200
+    code, body = vw.call(
+        env.reader, "PATCH", f"{here}/other", patch, content_type="application/merge-patch+json"
+    )
+    assert code == 403
+    env.writer.kubectl("delete", "apibinding", "example", cluster="root:c3")
+
+
 def test_content_permission_and_the_maximal_policy(env: Env) -> None:
     c1 = env.setup.consumers["root:c1"]
     widgets = f"{env.setup.path}/clusters/*/apis/{m.GROUP}/v1/widgets"
