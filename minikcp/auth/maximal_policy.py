@@ -10,7 +10,7 @@ MaximalPermissionPolicyAuthorizer; the consumer's own RBAC still applies after i
 from __future__ import annotations
 
 from minikcp.machinery import go_text, rbac, users
-from minikcp.registry import bound_apis, export_views, rbac_policy
+from minikcp.registry import bound_apis, rbac_policy
 
 PREFIX = "apis.kcp.io:binding:"  # MaximalPermissionPolicyRBACUserGroupPrefix
 
@@ -23,7 +23,6 @@ def prefixed(user: users.UserInfo) -> users.UserInfo:
 async def check(
     policy: rbac_policy.PolicyStore,
     bound: bound_apis.BoundAPIs,
-    views: export_views.ExportViews,
     attrs: rbac.Attributes,
 ) -> None:
     """Raise 403 when a bound export's local maximal permission policy does not allow attrs."""
@@ -32,13 +31,8 @@ async def check(
     if rbac.MASTERS in attrs.user.groups:
         return
     serving = bound.export_serving(attrs.cluster, attrs.api_group, attrs.resource)
-    if serving is None:
-        return
-    export = await views.export(*serving)
-    if export is None:
-        return  # kcp denies when the export is gone; its consumers keep their kinds here
-    maximal = (export.get("spec") or {}).get("maximalPermissionPolicy")
-    if not isinstance(maximal, dict) or not isinstance(maximal.get("local"), dict):
+    # kcp denies when the export is gone; here its consumers keep their kinds, unbounded.
+    if serving is None or not bound.has_maximal_policy(*serving):
         return
     export_cluster, export_name = serving
     found = await policy.policy(export_cluster)

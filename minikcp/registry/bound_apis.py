@@ -101,11 +101,21 @@ class Binding:
 
 
 class BoundAPIs:
-    def __init__(self, binding_type: catalog.ResourceType, schema_type: catalog.ResourceType):
+    def __init__(
+        self,
+        binding_type: catalog.ResourceType,
+        schema_type: catalog.ResourceType,
+        export_type: catalog.ResourceType,
+    ):
         self.binding_type = binding_type
         self.schema_type = schema_type
+        self.export_type = export_type
         self._binding_prefix = keys.resource_prefix(binding_type)
         self._schema_prefix = keys.resource_prefix(schema_type)
+        self._export_prefix = keys.resource_prefix(export_type)
+        # (cluster, name) -> revision of the exports with a local maximal permission policy.
+        self._bounded: dict[tuple[str, str], int] = {}
+        self._export_revisions: dict[tuple[str, str], int] = {}
         self._group_prefix = f"/registry/{binding_type.group}/"
         self._bindings: dict[str, dict[str, Binding]] = {}  # cluster -> binding name -> bound
         self._served: dict[str, tuple[BoundResource, ...]] = {}  # cluster -> union, sorted
@@ -200,6 +210,10 @@ class BoundAPIs:
                 return found
         return None
 
+    def has_maximal_policy(self, export_cluster: str, export_name: str) -> bool:
+        """Whether an export has `spec.maximalPermissionPolicy.local`."""
+        return (export_cluster, export_name) in self._bounded
+
     def export_serving(self, cluster: str, group: str, resource: str) -> tuple[str, str] | None:
         """(cluster, name) of the export whose binding serves group/resource in a cluster."""
         for found in self._bindings.get(cluster, {}).values():
@@ -217,6 +231,9 @@ class BoundAPIs:
         bindings = await storage.range(self._binding_prefix, at_revision=schemas.revision)
         for item in bindings.items:
             self.apply(item.key, item.value, item.mod_rev)
+        exports = await storage.range(self._export_prefix, at_revision=schemas.revision)
+        for item in exports.items:
+            self.apply(item.key, item.value, item.mod_rev)
         self._loaded_revision = schemas.revision
         return schemas.revision
 
@@ -226,6 +243,30 @@ class BoundAPIs:
             self._apply_schema(key, value, revision)
         elif key.startswith(self._binding_prefix):
             self._apply_binding(key, value, revision)
+        elif key.startswith(self._export_prefix):
+            self._apply_export(key, value, revision)
+
+    def _apply_export(self, key: str, value: bytes | None, revision: int) -> None:
+        """Only whether an export bounds its consumers is kept (a set of the few that do)."""
+        parsed = keys.parse_key(self.export_type, key)
+        at = (parsed.cluster, parsed.name)
+        if self._export_revisions.get(at, 0) >= revision:
+            return
+        bounded = False
+        if value is not None:
+            self._export_revisions[at] = revision
+            try:
+                spec = orjson.loads(value).get("spec") or {}
+                maximal = spec.get("maximalPermissionPolicy")
+                bounded = isinstance(maximal, dict) and isinstance(maximal.get("local"), dict)
+            except (orjson.JSONDecodeError, AttributeError):
+                logger.warning("undecodable APIExport at %s", key)
+        else:
+            self._export_revisions.pop(at, None)
+        if bounded:
+            self._bounded[at] = revision
+        else:
+            self._bounded.pop(at, None)
 
     def _apply_schema(self, key: str, value: bytes | None, revision: int) -> None:
         parsed = keys.parse_key(self.schema_type, key)
@@ -336,6 +377,8 @@ class BoundAPIs:
             after = await self._reload(storage)  # cut off: what we missed is only in storage
 
     async def _reload(self, storage: storage_interface.Storage) -> int:
+        self._bounded.clear()
+        self._export_revisions.clear()
         self._bindings.clear()
         self._schemas.clear()
         self._by_uid.clear()

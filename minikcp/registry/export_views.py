@@ -64,12 +64,6 @@ class ExportViews:
         # (cluster, name) -> (export revision, schema generation, view)
         self._views: dict[tuple[str, str], tuple[int, int, ExportView]] = {}
 
-    async def export(self, cluster: str, name: str) -> Mapping[str, Any] | None:
-        found = await self._registry.store(self._export_type).find(
-            RequestContext(cluster=cluster), "", name
-        )
-        return found.stored_view() if found is not None else None
-
     async def view(self, cluster: str, name: str) -> ExportView | None:
         """The view of an export; None when there is no such export (or no identity yet)."""
         found = await self._registry.store(self._export_type).find(

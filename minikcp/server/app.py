@@ -100,7 +100,7 @@ def build_app(
                 user = await impersonation.impersonate(
                     reg.policy, info.cluster, user, request.headers
                 )
-        await _authorize(reg, info, user, request, export_workspace)
+        await _authorize(reg, info, user, request)
         if info.is_resource_request:
             return await resource_handler.handle(request, info, user)
         if request.method not in ("GET", "HEAD"):
@@ -146,7 +146,6 @@ async def _authorize(
     info: request_info.RequestInfo,
     user: users.UserInfo,
     request: web.Request,
-    export_workspace: virtual_workspaces.APIExportVirtualWorkspace,
 ) -> None:
     """Every request but health checks is authorized; anonymous requests get no further.
     Bound resources are bounded by their export's maximal permission policy first."""
@@ -158,5 +157,5 @@ async def _authorize(
         return
     attrs = authorizer.attributes(info, user, request.query)
     if info.is_resource_request and reg.bound_apis.served_in(info.cluster):
-        await maximal_policy.check(reg.policy, reg.bound_apis, export_workspace.views, attrs)
+        await maximal_policy.check(reg.policy, reg.bound_apis, attrs)
     await authorizer.authorize(reg.policy, attrs)
