@@ -17,6 +17,9 @@ from tests.e2e.polling import eventually
 from tests.server_process import ServerProcess
 
 CLAIM = {"group": "", "resource": "configmaps", "all": True}
+# Namespaces are claimed too: kopf lists namespaces before it starts (a consumer that accepts
+# this claim lets a kopf operator run on its part of the virtual workspace).
+NAMESPACES_CLAIM = {"group": "", "resource": "namespaces", "all": True}
 
 
 @dataclass
@@ -28,11 +31,12 @@ class Setup:
 
 
 def provider(server: ServerProcess, name: str, *, maximal: bool = False) -> tuple[str, str]:
-    """A provider exporting widgets and claiming configmaps; (path, logical cluster)."""
+    """A provider exporting widgets and claiming configmaps and namespaces; (path, logical
+    cluster)."""
     path = m.workspace(server, name)
     widgets = m.schema()
     export = m.export([widgets["metadata"]["name"]])
-    export["spec"]["permissionClaims"] = [CLAIM]
+    export["spec"]["permissionClaims"] = [CLAIM, NAMESPACES_CLAIM]
     if maximal:
         export["spec"]["maximalPermissionPolicy"] = {"local": {}}
     server.kubectl("apply", "-f", "-", cluster=path, input=m.as_yaml(widgets, export))

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -15,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from kubernetes import client, watch
 from kubernetes.client.rest import ApiException
 
@@ -60,7 +64,7 @@ def env(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
         provider, provider_cluster = vw.provider(writer, "provider")
         consumers = {
             "root:c1": vw.consumer(writer, "c1", provider, accept=True),
-            "root:c2": vw.consumer(writer, "c2", provider, accept=False),
+            "root:c2": vw.consumer(writer, "c2", provider, accept=True, claim=vw.NAMESPACES_CLAIM),
         }
         setup = vw.Setup(provider, provider_cluster, consumers, vw.endpoint(writer, provider))
         try:
@@ -161,7 +165,7 @@ def test_kubectl_on_the_virtual_workspace(env: Env) -> None:
     table = env.reader.kubectl("--server", env.url(c1), "get", "widgets", "by-kubectl").stdout
     assert table.splitlines()[0].split() == ["NAME", "SIZE"]
     resources = env.reader.kubectl("--server", env.url(c1), "api-resources", "-o", "name").stdout
-    assert sorted(resources.split()) == ["configmaps", f"widgets.{m.GROUP}"]
+    assert sorted(resources.split()) == ["configmaps", "namespaces", f"widgets.{m.GROUP}"]
     explained = env.reader.kubectl("--server", env.url(c1), "explain", "widgets.spec").stdout
     assert "How big." in explained
     # Pages and selectors as in the normal API.
@@ -184,6 +188,48 @@ def test_kubectl_on_the_virtual_workspace(env: Env) -> None:
     env.reader.kubectl("--server", env.url(c1), "delete", "widget", "by-kubectl")
     gone = env.writer.kubectl("get", "widget", "by-kubectl", cluster="root:c1", check=False)
     assert "NotFound" in gone.stderr
+
+
+def test_kopf_operator_in_one_consumer(env: Env, tmp_path: Path) -> None:
+    """kopf runs on `<url>/clusters/<consumer>` like on any cluster (on `*` it could not write:
+    writes there are refused, as in kcp)."""
+    c2 = env.setup.consumers["root:c2"]
+    kubeconfig = yaml.safe_load(env.writer.kubeconfig("root").read_text())
+    for entry in kubeconfig["clusters"]:
+        entry["cluster"]["server"] = env.url(c2)
+    path = tmp_path / "vw.kubeconfig"
+    path.write_text(yaml.safe_dump(kubeconfig))
+    log = tmp_path / "kopf.log"
+    with log.open("wb") as out:
+        operator = subprocess.Popen(
+            [sys.executable, "-m", "kopf", "run", "--standalone", "--namespace=default",
+             str(Path(__file__).with_name("kopf_widget_provider.py"))],
+            env={**os.environ, "KUBECONFIG": str(path)},
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )  # fmt: skip
+    try:
+        env.writer.kubectl(
+            "apply", "-f", "-", cluster="root:c2", input=m.as_yaml(vw.widget("by-kopf", size=4))
+        )
+        phase = eventually(
+            lambda: (
+                m.get(env.writer, "root:c2", "widget", "by-kopf").get("status", {}).get("phase")
+            ),
+            what="kopf's status",
+        )
+        assert phase == "Provisioned-4"
+    except AssertionError:
+        raise AssertionError(log.read_text()[-4000:]) from None
+    finally:
+        operator.terminate()
+        try:
+            operator.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            operator.kill()
+            operator.wait()
+    text = log.read_text()
+    assert "Traceback" not in text, text
 
 
 def test_claimed_configmaps_only_where_accepted(env: Env) -> None:
