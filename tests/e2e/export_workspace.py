@@ -52,6 +52,7 @@ def consumer(
     *,
     accept: bool,
     claim: dict[str, Any] | None = None,
+    applied: bool = True,
 ) -> str:
     """A workspace bound to the export (accepting the configmaps claim, as `claim` narrows it,
     or not); its logical cluster."""
@@ -61,7 +62,7 @@ def consumer(
         binding["spec"]["permissionClaims"] = [{**(claim or CLAIM), "state": "Accepted"}]
     server.kubectl("apply", "-f", "-", cluster=path, input=m.as_yaml(binding))
     found = m.bound(server, path)
-    if accept:
+    if accept and applied:
         eventually(
             lambda: (
                 m.get(server, path, "apibinding", "example")

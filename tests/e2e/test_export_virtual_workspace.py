@@ -293,6 +293,30 @@ def test_a_claim_accepted_for_selected_objects(env: Env) -> None:
     env.writer.kubectl("delete", "apibinding", "example", cluster="root:c3")
 
 
+def test_a_claim_of_a_resource_that_does_not_exist(env: Env) -> None:
+    gizmos = {"group": "nope.example.io", "resource": "gizmos", "all": True}
+    export = m.get(env.writer, env.setup.provider, "apiexport", m.EXPORT)
+    export["spec"]["permissionClaims"].append(gizmos)
+    env.writer.kubectl("apply", "-f", "-", cluster=env.setup.provider, input=m.as_yaml(export))
+    vw.consumer(env.writer, "c4", env.setup.provider, accept=True, claim=gizmos, applied=False)
+
+    def not_applied() -> dict[str, Any]:
+        found = m.get(env.writer, "root:c4", "apibinding", "example")
+        return m.condition(found, "PermissionClaimsApplied")
+
+    condition = eventually(lambda: not_applied().get("status") == "False" and not_applied())
+    assert (condition["reason"], condition["severity"]) == ("InternalError", "Error")
+    assert condition["message"] == (
+        "Permission claims have not been fully applied: error getting informer for "
+        'group="nope.example.io", resource="gizmos": unable to find informer for '
+        "gizmos.nope.example.io"
+    )
+    found = m.get(env.writer, "root:c4", "apibinding", "example")
+    assert not found["status"].get("appliedPermissionClaims")
+    assert found["status"]["phase"] == "Bound"
+    env.writer.kubectl("delete", "apibinding", "example", cluster="root:c4")
+
+
 def test_content_permission_and_the_maximal_policy(env: Env) -> None:
     c1 = env.setup.consumers["root:c1"]
     widgets = f"{env.setup.path}/clusters/*/apis/{m.GROUP}/v1/widgets"
