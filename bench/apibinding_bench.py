@@ -12,7 +12,11 @@ caches, which fill as anything is written; so a second phase binds as many consu
 (a real registry over SQLite, the export and binding controllers running) and attributes the
 Python heap they add (tracemalloc) to the binding index and controllers, or to the store's
 bounded caches (value cache, watch cache, encodings).
-Run: python bench/apibinding_bench.py [--consumers 1000] [--clients 32]
+A third phase measures the provider's view: with every consumer bound, the latency from a
+Widget's create in a consumer to its ADDED event on a wildcard watch through the export's virtual
+workspace (`/services/apiexport/.../clusters/*`), beside the same event on a plain `/clusters/*`
+watch of `widgets:<identityHash>` open at the same time (p50/p99 of each).
+Run: python bench/apibinding_bench.py [--consumers 1000] [--clients 32] [--events 300]
 """
 
 from __future__ import annotations
@@ -62,7 +66,94 @@ async def _watch_bound(api: Api, since: str, consumers: int, started: asyncio.Ev
     raise RuntimeError("the watch ended early")
 
 
-async def bench(server: server_process.ServerProcess, consumers: int, clients: int) -> None:
+async def _follow(api: Api, url: str, arrived: dict[str, float], started: asyncio.Event) -> None:
+    """Notes when each Widget's ADDED event arrives on one watch."""
+    async with api.session.get(url, timeout=aiohttp.ClientTimeout(total=None)) as resp:
+        if resp.status != 200:
+            raise RuntimeError(f"watch {url}: {resp.status} {await resp.text()}")
+        started.set()
+        async for line in resp.content:
+            now = time.perf_counter()
+            event = orjson.loads(line)
+            if event["type"] == "ADDED":
+                meta = event["object"]["metadata"]
+                arrived[f"{meta['annotations']['kcp.io/cluster']}/{meta['name']}"] = now
+
+
+def _percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
+
+
+async def event_latency(api: Api, consumers: int, events: int) -> None:
+    """Create-to-event latency through the virtual workspace and on plain `/clusters/*`."""
+    path = f"/clusters/root:prov{_APIS}/apiexportendpointslices/{manifests.EXPORT}"
+    while True:
+        _, endpoint_slice = await api.call("GET", path)
+        endpoints = endpoint_slice.get("status", {}).get("endpoints") or []
+        if endpoints:
+            break
+        await asyncio.sleep(0.1)
+    view = "/services/" + endpoints[0]["url"].split("/services/", 1)[1]
+    _, export = await api.call("GET", f"/clusters/root:prov{_APIS}/apiexports/{manifests.EXPORT}")
+    identity = export["status"]["identityHash"]
+    widgets = "/apis/example.kcp.io/v1/widgets"
+    _, listed = await api.call("GET", f"{view}/clusters/*{widgets}")
+    since = listed["metadata"]["resourceVersion"]
+    query = f"?watch=1&resourceVersion={since}&allowWatchBookmarks=true"
+    through_view: dict[str, float] = {}
+    plain: dict[str, float] = {}
+    started = [asyncio.Event(), asyncio.Event()]
+    watches = [
+        asyncio.create_task(
+            _follow(api, f"{api.base}{view}/clusters/*{widgets}{query}", through_view, started[0])
+        ),
+        asyncio.create_task(
+            _follow(api, f"{api.base}/clusters/*{widgets}:{identity}{query}", plain, started[1])
+        ),
+    ]
+    await asyncio.gather(*(e.wait() for e in started))
+    sent: dict[str, float] = {}
+    try:
+        for i in range(events):
+            cluster = f"consumer-{(i * 7919) % consumers}"
+            name = f"lat-{i}"
+            body = {
+                "apiVersion": "example.kcp.io/v1",
+                "kind": "Widget",
+                "metadata": {"name": name},
+            }
+            sent[f"{cluster}/{name}"] = time.perf_counter()
+            await _post(api, f"/clusters/{cluster}/apis/example.kcp.io/v1/namespaces/default"
+                        "/widgets", body)  # fmt: skip
+            await asyncio.sleep(0.01)  # a steady trickle, not a burst
+        deadline = time.perf_counter() + 30
+        while (
+            len(through_view) < events or len(plain) < events
+        ) and time.perf_counter() < deadline:
+            await asyncio.sleep(0.05)
+    finally:
+        for task in watches:
+            task.cancel()
+        await asyncio.gather(*watches, return_exceptions=True)
+    rows = []
+    for label, arrived in (("virtual workspace", through_view), ("plain /clusters/*", plain)):
+        latencies = [(arrived[k] - t) * 1000 for k, t in sent.items() if k in arrived]
+        if len(latencies) < events:
+            raise RuntimeError(f"{label}: {len(latencies)} of {events} events arrived")
+        rows.append((label, _percentile(latencies, 0.5), _percentile(latencies, 0.99)))
+    for label, p50, p99 in rows:
+        print(f"create -> ADDED on a wildcard watch, {label}: p50 {p50:.1f} ms, p99 {p99:.1f} ms")
+    print(
+        f"virtual workspace / plain: p50 {rows[0][1] / rows[1][1]:.2f}x, "
+        f"p99 {rows[0][2] / rows[1][2]:.2f}x ({events} creates in {consumers} consumers; "
+        f"load average {os.getloadavg()[0]:.1f})"
+    )
+
+
+async def bench(
+    server: server_process.ServerProcess, consumers: int, clients: int, events: int
+) -> None:
     connector = aiohttp.TCPConnector(ssl=server.ssl_context(), limit=clients + 4)
     headers = {"Content-Type": "application/json", "Accept": "application/json"}
     async with aiohttp.ClientSession(connector=connector, headers=headers) as session:
@@ -137,6 +228,7 @@ async def bench(server: server_process.ServerProcess, consumers: int, clients: i
             f"a Widget in the last consumer: created in {created * 1000:.1f} ms, "
             f"listed in {listed_in * 1000:.1f} ms"
         )
+        await event_latency(api, consumers, events)
 
 
 _OWN = (
@@ -221,11 +313,12 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--consumers", type=int, default=1000)
     parser.add_argument("--clients", type=int, default=32)
+    parser.add_argument("--events", type=int, default=300)
     args = parser.parse_args()
     workdir = Path(tempfile.mkdtemp(prefix="apibinding-bench-"))
     server = server_process.start_server(workdir)
     try:
-        asyncio.run(bench(server, args.consumers, args.clients))
+        asyncio.run(bench(server, args.consumers, args.clients, args.events))
     finally:
         server.stop()
     asyncio.run(in_process_memory(args.consumers))

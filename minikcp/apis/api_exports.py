@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from minikcp.apis import crds, validation_crd
@@ -251,10 +251,13 @@ def bound_resources(
 
 
 def claim_conditions(
-    binding: Mapping[str, Any], claims: Any
+    binding: Mapping[str, Any],
+    claims: Any,
+    served: Callable[[str, str], bool] = lambda group, resource: True,
 ) -> tuple[list[conds.Condition], list[dict[str, Any]]]:
     """kcp's permission claim conditions (every accepted claim must be one the export makes)
-    and `status.appliedPermissionClaims`, the accepted claims the export makes."""
+    and `status.appliedPermissionClaims`, the accepted claims the export makes of resources
+    that are `served` (kcp's permission claim labeller finds no informer for the others)."""
 
     def key(claim: Mapping[str, Any]) -> tuple[str, str, str]:
         group, resource = str(claim.get("group") or ""), str(claim.get("resource") or "")
@@ -269,14 +272,37 @@ def claim_conditions(
         ),
         key=key,
     )
-    applied = [{k: v for k, v in c.items() if k != "state"} for c in accepted if key(c) in offered]
+    expected = [c for c in accepted if key(c) in offered]
+    missing = sorted(
+        {(g, r) for r, g, identity in map(key, expected) if not identity and not served(g, r)},
+        key=lambda gr: (gr[1], gr[0]),
+    )
+    applied = [
+        {k: v for k, v in c.items() if k != "state"}
+        for c in expected
+        if (str(c.get("group") or ""), str(c.get("resource") or "")) not in missing
+    ]
+    applied_condition = conds.true(PERMISSION_CLAIMS_APPLIED)
+    if missing:
+        failures = [
+            f'error getting informer for group="{g}", resource="{r}": '
+            f"unable to find informer for {r}.{g}"
+            for g, r in missing[:10]
+        ]
+        text = failures[0] if len(failures) == 1 else f"[{', '.join(failures)}]"
+        applied_condition = conds.false(
+            PERMISSION_CLAIMS_APPLIED,
+            INTERNAL_ERROR,
+            conds.ERROR,
+            f"Permission claims have not been fully applied: {text}",
+        )
     unexpected = [
         f'unexpected/invalid claim for {resource}.{group} (identity "{identity}")'
         for resource, group, identity in (key(c) for c in accepted if key(c) not in offered)
     ]
     if not unexpected:
         valid = conds.true(PERMISSION_CLAIMS_VALID)
-        return [valid, conds.true(PERMISSION_CLAIMS_APPLIED)], applied
+        return [valid, applied_condition], applied
     shown = unexpected[:10]
     # utilerrors.NewAggregate: one error as it is, several as [a, b].
     text = shown[0] if len(shown) == 1 else f"[{', '.join(shown)}]"
@@ -285,4 +311,4 @@ def claim_conditions(
         f"(showing first {len(shown)}): {text}"
     )
     invalid = conds.false(PERMISSION_CLAIMS_VALID, INVALID_CLAIMS, conds.ERROR, message)
-    return [invalid, conds.true(PERMISSION_CLAIMS_APPLIED)], applied
+    return [invalid, applied_condition], applied

@@ -277,7 +277,12 @@ class APIBindingController:
                 await self._write(ctx, name, updates, [failed])
                 return 0
             schemas.append(schema)
-        claim_conditions, applied = _V.claim_conditions(binding, claims)
+        types = self._registry.catalog_for(ctx.cluster)
+        claim_conditions, applied = _V.claim_conditions(
+            binding,
+            claims,
+            lambda g, r: any(t.plural == r for t in types.all_types() if t.group == g),
+        )
         updates["appliedPermissionClaims"] = applied or None
         conflict = self._conflict(ctx.cluster, name, schemas)
         if conflict:

@@ -58,20 +58,66 @@ def objects_prefix(resource: BoundResource, cluster: str) -> str:
 
 
 @dataclass(frozen=True, slots=True)
-class _Binding:
+class Claim:
+    """A permission claim a binding accepted and its export makes (status.appliedPermissionClaims):
+    the export's virtual workspace serves these objects of the consumer."""
+
+    group: str
+    resource: str
+    all: bool
+    selectors: tuple[tuple[str, str], ...]  # (name, namespace); "" matches any
+
+    def selects(self, namespace: str, name: str) -> bool:
+        if self.all:
+            return True
+        return any(
+            (not sel_name or sel_name == name) and (not sel_ns or sel_ns == namespace)
+            for sel_name, sel_ns in self.selectors
+        )
+
+
+def claim(applied: Mapping[str, Any]) -> Claim:
+    """One entry of status.appliedPermissionClaims (kcp v1alpha1: `all`, or `resourceSelector`
+    by name and namespace)."""
+    selectors = tuple(
+        (str(s.get("name") or ""), str(s.get("namespace") or ""))
+        for s in applied.get("resourceSelector") or ()
+        if isinstance(s, Mapping)
+    )
+    return Claim(
+        str(applied.get("group") or ""),
+        str(applied.get("resource") or ""),
+        bool(applied.get("all")),
+        selectors,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Binding:
     revision: int
     resources: tuple[BoundResource, ...]
     export: tuple[str, str]  # (cluster, name) of the bound APIExport
+    claims: tuple[Claim, ...] = ()
 
 
 class BoundAPIs:
-    def __init__(self, binding_type: catalog.ResourceType, schema_type: catalog.ResourceType):
+    def __init__(
+        self,
+        binding_type: catalog.ResourceType,
+        schema_type: catalog.ResourceType,
+        export_type: catalog.ResourceType,
+    ):
         self.binding_type = binding_type
         self.schema_type = schema_type
+        self.export_type = export_type
         self._binding_prefix = keys.resource_prefix(binding_type)
         self._schema_prefix = keys.resource_prefix(schema_type)
+        self._export_prefix = keys.resource_prefix(export_type)
+        # (cluster, name) -> revision of the exports with a local maximal permission policy.
+        self._bounded: dict[tuple[str, str], int] = {}
+        self._export_revisions: dict[tuple[str, str], int] = {}
         self._group_prefix = f"/registry/{binding_type.group}/"
-        self._bindings: dict[str, dict[str, _Binding]] = {}  # cluster -> binding name -> bound
+        self._bindings: dict[str, dict[str, Binding]] = {}  # cluster -> binding name -> bound
         self._served: dict[str, tuple[BoundResource, ...]] = {}  # cluster -> union, sorted
         self._schemas: dict[tuple[str, str], tuple[int, Mapping[str, Any]]] = {}
         # schema uid -> (cluster, name) -> schema: the original and its bound copy.
@@ -114,6 +160,20 @@ class BoundAPIs:
         self._types[resource] = types
         return types
 
+    def type_with_identity(
+        self, group: str, version: str, resource: str, identity: str
+    ) -> catalog.ResourceType | None:
+        """A bound resource's type by its export's identity (kcp's `<resource>:<identityHash>`
+        on `/clusters/*`): every consumer's objects of that export."""
+        for bound in self._interned.values():
+            if (bound.group, bound.resource, bound.identity) != (group, resource, identity):
+                continue
+            types = self.served(bound)
+            for rt in types.types if types is not None else ():
+                if (rt.version, rt.plural) == (version, resource):
+                    return rt
+        return None
+
     def has_copy(self, uid: str) -> bool:
         """Whether a schema's copy in system:bound-crds is known."""
         found = self._by_uid.get(uid) or {}
@@ -141,10 +201,25 @@ class BoundAPIs:
         return found[1] if found else None
 
     def binds_export(self, cluster: str, export_cluster: str, export_name: str) -> bool:
-        return any(
-            b.export == (export_cluster, export_name)
-            for b in self._bindings.get(cluster, {}).values()
-        )
+        return self.binding_to(cluster, export_cluster, export_name) is not None
+
+    def binding_to(self, cluster: str, export_cluster: str, export_name: str) -> Binding | None:
+        """A cluster's bound binding to an export, if any."""
+        for found in self._bindings.get(cluster, {}).values():
+            if found.export == (export_cluster, export_name):
+                return found
+        return None
+
+    def has_maximal_policy(self, export_cluster: str, export_name: str) -> bool:
+        """Whether an export has `spec.maximalPermissionPolicy.local`."""
+        return (export_cluster, export_name) in self._bounded
+
+    def export_serving(self, cluster: str, group: str, resource: str) -> tuple[str, str] | None:
+        """(cluster, name) of the export whose binding serves group/resource in a cluster."""
+        for found in self._bindings.get(cluster, {}).values():
+            if any((r.group, r.resource) == (group, resource) for r in found.resources):
+                return found.export
+        return None
 
     # -- following storage ----------------------------------------------------------------
 
@@ -156,6 +231,9 @@ class BoundAPIs:
         bindings = await storage.range(self._binding_prefix, at_revision=schemas.revision)
         for item in bindings.items:
             self.apply(item.key, item.value, item.mod_rev)
+        exports = await storage.range(self._export_prefix, at_revision=schemas.revision)
+        for item in exports.items:
+            self.apply(item.key, item.value, item.mod_rev)
         self._loaded_revision = schemas.revision
         return schemas.revision
 
@@ -165,6 +243,30 @@ class BoundAPIs:
             self._apply_schema(key, value, revision)
         elif key.startswith(self._binding_prefix):
             self._apply_binding(key, value, revision)
+        elif key.startswith(self._export_prefix):
+            self._apply_export(key, value, revision)
+
+    def _apply_export(self, key: str, value: bytes | None, revision: int) -> None:
+        """Only whether an export bounds its consumers is kept (a set of the few that do)."""
+        parsed = keys.parse_key(self.export_type, key)
+        at = (parsed.cluster, parsed.name)
+        if self._export_revisions.get(at, 0) >= revision:
+            return
+        bounded = False
+        if value is not None:
+            self._export_revisions[at] = revision
+            try:
+                spec = orjson.loads(value).get("spec") or {}
+                maximal = spec.get("maximalPermissionPolicy")
+                bounded = isinstance(maximal, dict) and isinstance(maximal.get("local"), dict)
+            except (orjson.JSONDecodeError, AttributeError):
+                logger.warning("undecodable APIExport at %s", key)
+        else:
+            self._export_revisions.pop(at, None)
+        if bounded:
+            self._bounded[at] = revision
+        else:
+            self._bounded.pop(at, None)
 
     def _apply_schema(self, key: str, value: bytes | None, revision: int) -> None:
         parsed = keys.parse_key(self.schema_type, key)
@@ -224,7 +326,7 @@ class BoundAPIs:
             self._bindings.setdefault(cluster, {})[name] = entry
         self._update_served(cluster)
 
-    def _entry(self, binding: Mapping[str, Any], revision: int) -> _Binding | None:
+    def _entry(self, binding: Mapping[str, Any], revision: int) -> Binding | None:
         status = binding.get("status") or {}
         export_cluster = str(status.get("apiExportClusterName") or "")
         resources = []
@@ -234,7 +336,10 @@ class BoundAPIs:
         if not resources:
             return None
         export_name = api_exports.export_reference(binding)[1]
-        return _Binding(revision, tuple(resources), (export_cluster, export_name))
+        claims = tuple(
+            claim(c) for c in status.get("appliedPermissionClaims") or () if isinstance(c, Mapping)
+        )
+        return Binding(revision, tuple(resources), (export_cluster, export_name), claims)
 
     def _update_served(self, cluster: str) -> None:
         found = self._bindings.get(cluster)
@@ -272,6 +377,8 @@ class BoundAPIs:
             after = await self._reload(storage)  # cut off: what we missed is only in storage
 
     async def _reload(self, storage: storage_interface.Storage) -> int:
+        self._bounded.clear()
+        self._export_revisions.clear()
         self._bindings.clear()
         self._schemas.clear()
         self._by_uid.clear()

@@ -100,8 +100,9 @@ class Registry:
         # APIBindings and APIResourceSchemas, indexed for the catalogs of binding clusters.
         binding_type = self.catalog.by_resource("apis.kcp.io", "v1alpha1", "apibindings")
         schema_type = self.catalog.by_resource("apis.kcp.io", "v1alpha1", "apiresourceschemas")
-        assert binding_type is not None and schema_type is not None
-        self.bound_apis = bound_apis.BoundAPIs(binding_type, schema_type)
+        export_type = self.catalog.by_resource("apis.kcp.io", "v1alpha1", "apiexports")
+        assert binding_type is not None and schema_type is not None and export_type is not None
+        self.bound_apis = bound_apis.BoundAPIs(binding_type, schema_type, export_type)
         for rt in (binding_type, schema_type):
             self._stores[rt] = bound_apis.ObservedStore(
                 rt,

@@ -9,10 +9,10 @@ from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 
-from minikcp.auth import authn, authorizer, impersonation, service_accounts
+from minikcp.auth import authn, authorizer, impersonation, maximal_policy, service_accounts
 from minikcp.machinery import errors, request_info, users
 from minikcp.registry import pod_streams, registry
-from minikcp.server import encoding, nonresource, resources
+from minikcp.server import encoding, nonresource, resources, virtual_workspaces
 
 logger = logging.getLogger(__name__)
 
@@ -81,8 +81,16 @@ def build_app(
     )
     resource_handler = resources.ResourceHandler(reg, pod_connectors)
     other_handler = nonresource.NonResourceHandler(reg, ready=ready)
+    export_workspace = virtual_workspaces.APIExportVirtualWorkspace(
+        reg, resource_handler, other_handler
+    )
 
     async def dispatch(request: web.Request) -> web.StreamResponse:
+        if request.path.startswith(virtual_workspaces.PREFIX):
+            user = await _authenticate(request, authenticator, reg)
+            if user is authn.ANONYMOUS:
+                raise authn.UNAUTHORIZED
+            return await export_workspace.handle(request, user)
         watch = request.query.get("watch", "") in ("true", "1")
         info = request_info.parse(request.method, request.path, watch_param=watch)
         # authenticate -> (resolve the cluster path) -> authorize -> handle
@@ -140,11 +148,15 @@ async def _authorize(
     user: users.UserInfo,
     request: web.Request,
 ) -> None:
-    """Every request but health checks is authorized; anonymous requests get no further."""
+    """Every request but health checks is authorized; anonymous requests get no further.
+    Bound resources are bounded by their export's maximal permission policy first."""
     if authorizer.always_allowed(info):
         return
     if user is authn.ANONYMOUS:
         raise authn.UNAUTHORIZED
     if authorizer.public_info(info):
         return
-    await authorizer.authorize(reg.policy, authorizer.attributes(info, user, request.query))
+    attrs = authorizer.attributes(info, user, request.query)
+    if info.is_resource_request and reg.bound_apis.served_in(info.cluster):
+        await maximal_policy.check(reg.policy, reg.bound_apis, attrs)
+    await authorizer.authorize(reg.policy, attrs)

@@ -62,8 +62,14 @@ class NonResourceHandler:
         self._ready = ready
 
     async def handle(
-        self, request: web.Request, info: request_info.RequestInfo
+        self,
+        request: web.Request,
+        info: request_info.RequestInfo,
+        *,
+        types: catalog.Catalog | None = None,
+        path_prefix: str | None = None,
     ) -> web.StreamResponse:
+        """`types` and `path_prefix` serve a view's documents (a virtual workspace's)."""
         parts = info.parts
         head = parts[0] if parts else ""
         if head == "version" and len(parts) == 1:
@@ -76,12 +82,13 @@ class NonResourceHandler:
                 content_type="text/plain",
                 headers={"X-Content-Type-Options": "nosniff", **_NO_CACHE},
             )
-        types = self.registry.catalog_for(info.cluster)
+        if types is None:
+            types = self.registry.catalog_for(info.cluster)
         accept = request.headers.get("Accept", "")
         if head in ("api", "apis"):
             return self._discovery(parts, types, accept)
         if head == "openapi":
-            return self._openapi(request, info, parts, types)
+            return self._openapi(request, info, parts, types, path_prefix)
         if not parts:
             paths = [
                 "/api",
@@ -132,6 +139,7 @@ class NonResourceHandler:
         info: request_info.RequestInfo,
         parts: tuple[str, ...],
         types: catalog.Catalog,
+        path_prefix: str | None = None,
     ) -> web.Response:
         if len(parts) == 2 and parts[1] == "v2":
             accept = request.headers.get("Accept", "")
@@ -142,6 +150,8 @@ class NonResourceHandler:
         if len(parts) >= 2 and parts[1] == "v3":
             # URLs keep the logical-cluster prefix the client used (kubectl keeps it anyway).
             prefix = "" if info.path == request.path else f"/clusters/{info.cluster}"
+            if path_prefix is not None:
+                prefix = path_prefix
             if len(parts) == 2:
                 index = openapi.OpenAPIDocument.of(openapi.openapi_v3_index(types, prefix))
                 return self._document(request, index, cache_control=_NO_CACHE["Cache-Control"])

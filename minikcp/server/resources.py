@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import orjson
@@ -16,6 +16,9 @@ from minikcp.registry import objects, patching, pod_streams, registry, scale
 from minikcp.server import encoding
 
 _FIELD_VALIDATION = ("Strict", "Warn", "Ignore")
+
+# Which objects a view serves: (cluster, namespace, name) -> served (a virtual workspace's filter).
+Visible = Callable[[str, str, str], bool]
 
 
 def _not_found() -> errors.StatusError:
@@ -59,10 +62,26 @@ class ResourceHandler:
         self.pod_connectors = pod_connectors or pod_streams.Connectors()
 
     async def handle(
-        self, request: web.Request, info: request_info.RequestInfo, user: users.UserInfo
+        self,
+        request: web.Request,
+        info: request_info.RequestInfo,
+        user: users.UserInfo,
+        *,
+        types: catalog.Catalog | None = None,
+        visible: Visible | None = None,
     ) -> web.StreamResponse:
-        types = self.registry.catalog_for(info.cluster)
-        rt = types.by_resource(info.group, info.version, info.resource)
+        """`types` and `visible` make it a view: only those kinds, only those objects."""
+        if types is None:
+            types = self.registry.catalog_for(info.cluster)
+            rt = types.by_resource(info.group, info.version, info.resource)
+            if rt is None and info.cluster == request_info.WILDCARD_CLUSTER:
+                plural, _, identity = info.resource.partition(":")
+                if identity:
+                    rt = self.registry.bound_apis.type_with_identity(
+                        info.group, info.version, plural, identity
+                    )
+        else:
+            rt = types.by_resource(info.group, info.version, info.resource)
         if rt is None:
             raise _not_found()
         if info.subresource and info.subresource not in {s.name for s in rt.subresources}:
@@ -91,7 +110,7 @@ class ResourceHandler:
         ctx = objects.RequestContext(cluster=info.cluster, user=user)
         namespace = info.namespace if rt.namespaced else ""
         query = {k: v for k, v in request.query.items()}
-        response = await self._dispatch(request, info, rt, ctx, namespace, query)
+        response = await self._dispatch(request, info, rt, ctx, namespace, query, visible)
         for warning in dict.fromkeys(ctx.warnings):  # once each, as apiserver's recorder
             response.headers.add("Warning", f'299 - "{_escape(warning)}"')
         return response
@@ -104,6 +123,7 @@ class ResourceHandler:
         ctx: objects.RequestContext,
         namespace: str,
         query: dict[str, str],
+        visible: Visible | None = None,
     ) -> web.StreamResponse:
         verb, name, sub = info.verb, info.name, info.subresource
         reviewer = self.registry.reviewer(rt)
@@ -124,9 +144,9 @@ class ResourceHandler:
         if verb == "watch" or (verb == "get" and name and _is_watch(query)):
             if name:
                 query["fieldSelector"] = _merge_name_selector(query.get("fieldSelector", ""), name)
-            return await self._watch(request, rt, ctx, namespace, query)
+            return await self._watch(request, rt, ctx, namespace, query, visible)
         if verb == "list":
-            return await self._list(request, rt, ctx, namespace, query)
+            return await self._list(request, rt, ctx, namespace, query, visible)
         if verb == "get":
             if sub == "scale":
                 return _json(await scale.get_scale(store, ctx, namespace, name))
@@ -219,11 +239,14 @@ class ResourceHandler:
         ctx: objects.RequestContext,
         namespace: str,
         query: Mapping[str, str],
+        visible: Visible | None = None,
     ) -> web.Response:
         opts = list_options.parse_list_options(query, watch=False)
         store = self.registry.store(rt)
         store.check_field_selector(opts)
         result = await store.list(ctx, namespace, opts)
+        if visible is not None:
+            result.items = [obj for obj in result.items if _in_view(visible, obj)]
         table = encoding.wants_table(request.headers.get("Accept", ""), query)
         if table is not None:
             printer = store.strategy.printer
@@ -253,6 +276,7 @@ class ResourceHandler:
         ctx: objects.RequestContext,
         namespace: str,
         query: Mapping[str, str],
+        visible: Visible | None = None,
     ) -> web.StreamResponse:
         opts = list_options.parse_list_options(query, watch=True)
         table = encoding.wants_table(request.headers.get("Accept", ""), query)
@@ -271,6 +295,8 @@ class ResourceHandler:
         first = True
         try:
             async for event in events:
+                if visible and event.object is not None and not _in_view(visible, event.object):
+                    continue
                 await response.write(
                     encoding.watch_event_bytes(event, rt, table, printer, first=first)
                 )
@@ -316,6 +342,11 @@ class ResourceHandler:
             body=encoding.list_bytes(rt, deleted, revision=listing.revision),
             content_type=encoding.JSON,
         )
+
+
+def _in_view(visible: Visible, obj: objects.StoredObject) -> bool:
+    meta = obj.metadata
+    return visible(obj.cluster, str(meta.get("namespace") or ""), str(meta.get("name") or ""))
 
 
 def _content_type(request: web.Request) -> str:

@@ -228,6 +228,51 @@ def test_permission_claims(
     assert found == applied
 
 
+@pytest.mark.parametrize(
+    ("claims", "served", "applied", "message"),
+    [
+        ([_claim("configmaps")], {("", "configmaps")}, ["configmaps"], ""),
+        (
+            [_claim("gizmos", "example.kcp.io")],
+            set(),
+            [],
+            "Permission claims have not been fully applied: error getting informer for "
+            'group="example.kcp.io", resource="gizmos": unable to find informer for '
+            "gizmos.example.kcp.io",
+        ),
+        (
+            [_claim("configmaps"), _claim("gizmos", "example.kcp.io"), _claim("things")],
+            {("", "configmaps")},
+            ["configmaps"],
+            "Permission claims have not been fully applied: [error getting informer for "
+            'group="example.kcp.io", resource="gizmos": unable to find informer for '
+            'gizmos.example.kcp.io, error getting informer for group="", resource="things": '
+            "unable to find informer for things.]",
+        ),
+    ],
+)
+def test_claims_of_resources_that_do_not_exist(
+    claims: list[dict[str, Any]],
+    served: set[tuple[str, str]],
+    applied: list[str],
+    message: str,
+) -> None:
+    binding = {"spec": {"permissionClaims": [{**c, "state": "Accepted"} for c in claims]}}
+    conditions, found = api_exports.claim_conditions(binding, claims, lambda g, r: (g, r) in served)
+    by_type = {c.type: c for c in conditions}
+    condition = by_type["PermissionClaimsApplied"]
+    assert [c["resource"] for c in found] == applied
+    if message:
+        assert (condition.status, condition.reason, condition.severity) == (
+            "False",
+            "InternalError",
+            "Error",
+        )
+        assert condition.message == message
+    else:
+        assert condition.status == "True"
+
+
 def test_bound_resources_keep_earlier_storage_versions() -> None:
     widgets = schema()
     widgets["metadata"]["uid"] = "u1"

@@ -14,7 +14,7 @@ import pytest
 from minikcp.apis import catalog
 from minikcp.controllers import api_bindings, api_exports, crds
 from minikcp.machinery import errors, list_options
-from minikcp.registry import keys, registry
+from minikcp.registry import bound_apis, keys, registry
 from minikcp.registry.objects import RequestContext, WriteOptions
 from minikcp.tenancy.resolver import ClusterResolver
 from tests import in_process
@@ -216,3 +216,35 @@ async def test_consumers_keep_the_kind_when_the_provider_deletes_the_schema(
     body = {"apiVersion": f"{m.GROUP}/v1", "kind": "Widget", "metadata": {"name": "w"}, "spec": {}}
     created = await reg.store(rt).create(RequestContext(cluster="c1"), "default", body, OPTS)
     assert created.view()["spec"] == {"size": 1}  # the schema's default, from the copy
+
+
+@pytest.mark.parametrize(
+    ("applied", "namespace", "name", "selected"),
+    [
+        ({"resource": "configmaps", "all": True}, "any", "thing", True),
+        ({"resource": "configmaps", "resourceSelector": [{"name": "a"}]}, "ns", "a", True),
+        ({"resource": "configmaps", "resourceSelector": [{"name": "a"}]}, "ns", "b", False),
+        ({"resource": "configmaps", "resourceSelector": [{"namespace": "ns"}]}, "ns", "b", True),
+        ({"resource": "configmaps", "resourceSelector": [{"namespace": "ns"}]}, "xx", "b", False),
+        (
+            {"resource": "configmaps", "resourceSelector": [{"name": "a", "namespace": "ns"}]},
+            "xx",
+            "a",
+            False,
+        ),
+        (
+            {
+                "resource": "configmaps",
+                "resourceSelector": [{"name": "a", "namespace": "ns"}, {"namespace": "xx"}],
+            },
+            "xx",
+            "a",
+            True,
+        ),
+        ({"resource": "configmaps"}, "ns", "a", False),
+    ],
+)
+def test_an_applied_claim_selects_by_name_and_namespace(
+    applied: dict[str, Any], namespace: str, name: str, selected: bool
+) -> None:
+    assert bound_apis.claim(applied).selects(namespace, name) is selected
