@@ -3,19 +3,25 @@
 As kube-controller-manager's `--controllers`: a comma-separated list where `*` is every
 controller on by default, `name` turns one on and `-name` turns one off; the last word about a
 name wins over `*`. Each controller is one long-running task started from the wired registry.
+
+Each row also says how it runs when replicas share one etcd (DESIGN.md, "Components on several
+replicas"): a SINGLETON runs on the one replica holding the controllers' Lease; a SHARDED one
+runs on every replica and divides its work by leases of its own (the syncer: one per shard of
+SyncTargets).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Coroutine, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from minikcp.controllers import crds as crd_controller
 from minikcp.controllers import namespaces as namespace_controller
 from minikcp.controllers import rbac_aggregation, resource_quotas
 from minikcp.controllers import workspaces as workspace_controller
 from minikcp.registry import registry
+from minikcp.runtime import leader_election
 from minikcp.syncer import syncer as workload_syncer
 from minikcp.syncer import target as sync_target
 from minikcp.tenancy import workspaces
@@ -29,9 +35,14 @@ class Wiring:
     lifecycle: workspaces.Workspaces
     sync: sync_target.Settings
     sync_resources: tuple[str, ...]
+    # This process among the replicas sharing the store; None when the store is its alone.
+    replica: leader_election.Replica | None = None
 
 
 Runner = Callable[[Wiring], Coroutine[Any, Any, None]]
+OnReplicas = Literal["singleton", "sharded"]
+SINGLETON: OnReplicas = "singleton"
+SHARDED: OnReplicas = "sharded"
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +50,7 @@ class Controller:
     name: str
     run: Runner
     help: str
+    on_replicas: OnReplicas = SINGLETON
 
 
 def _workspaces(w: Wiring) -> Coroutine[Any, Any, None]:
@@ -62,7 +74,9 @@ def _quotas(w: Wiring) -> Coroutine[Any, Any, None]:
 
 
 def _syncer(w: Wiring) -> Coroutine[Any, Any, None]:
-    return workload_syncer.Syncer(w.registry, w.sync, extra_resources=w.sync_resources).run()
+    return workload_syncer.Syncer(
+        w.registry, w.sync, extra_resources=w.sync_resources, replica=w.replica
+    ).run()
 
 
 CONTROLLERS: tuple[Controller, ...] = (
@@ -73,7 +87,12 @@ CONTROLLERS: tuple[Controller, ...] = (
         "clusterrole-aggregation-controller", _aggregation, "aggregated ClusterRoles kept filled"
     ),
     Controller("resourcequota-controller", _quotas, "ResourceQuota status.hard and status.used"),
-    Controller("syncer", _syncer, "workloads pushed to attached SyncTargets, status back"),
+    Controller(
+        "syncer",
+        _syncer,
+        "workloads pushed to attached SyncTargets, status back",
+        on_replicas=SHARDED,
+    ),
 )
 
 

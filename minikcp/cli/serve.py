@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import gc
 import logging
 import signal
@@ -17,9 +18,10 @@ from urllib.parse import urlparse
 from aiohttp import web
 
 from minikcp.auth import authn, pki, service_accounts, tls, token_file
-from minikcp.cli import components, kubeconfigs
+from minikcp.cli import components, kubeconfigs, replication
 from minikcp.machinery import rbac, users
 from minikcp.registry import registry, token_requests
+from minikcp.runtime import leader_election
 from minikcp.server import app as server_app
 from minikcp.simulator import simulator as workload_simulator
 from minikcp.syncer import target as sync_target
@@ -50,6 +52,12 @@ class ServeOptions:
     controllers: tuple[str, ...] = tuple(c.name for c in components.CONTROLLERS)
     # Act as a physical cluster: Deployments get ReplicaSets and Pods (None: no simulation).
     simulate_workloads: workload_simulator.SimulatorOptions | None = None
+    # Replicas on one etcd: this process's holderIdentity ("": host name and a UUID) and
+    # kube-controller-manager's --leader-elect-* durations.
+    replica_identity: str = ""
+    leader_election: leader_election.Timing = dataclasses.field(
+        default_factory=leader_election.Timing
+    )
 
 
 MAX_HEADER_BYTES = 1 << 20
@@ -160,16 +168,46 @@ async def serve(options: ServeOptions) -> None:
             registry_task = tasks.create_task(reg.run(), name="registry")
             resolver, lifecycle = workspaces.install(reg, base_url)
             resolver_task = tasks.create_task(resolver.run(), name="cluster-resolver")
-            wiring = components.Wiring(reg, lifecycle, options.sync, options.sync_resources)
             background = [registry_task, resolver_task]
+            replica = None
+            if not isinstance(store, sqlite.SqliteStorage):  # the file lock: this process only
+                replica = await replication.join(
+                    reg,
+                    options.replica_identity or replication.default_identity(),
+                    options.leader_election,
+                    tasks,
+                    background,
+                )
+            wiring = components.Wiring(
+                reg, lifecycle, options.sync, options.sync_resources, replica=replica
+            )
+            singletons: list[tuple[str, replication.Start]] = []
             for controller in components.CONTROLLERS:
-                if controller.name in options.controllers:
-                    background.append(
-                        tasks.create_task(controller.run(wiring), name=controller.name)
+                if controller.name not in options.controllers:
+                    continue
+                run = functools.partial(controller.run, wiring)
+                if replica is None or controller.on_replicas == components.SHARDED:
+                    background.append(tasks.create_task(run(), name=controller.name))
+                else:
+                    singletons.append((controller.name, run))
+            simulate = options.simulate_workloads
+            if simulate is not None:
+                # Every replica leaves Deployment status to the simulator, wherever it runs.
+                reg.deployment_status.hand_over_everywhere()
+                singletons.append(
+                    (
+                        "workload-simulator",
+                        lambda: workload_simulator.WorkloadSimulator(reg, simulate).run(),
                     )
-            if options.simulate_workloads is not None:
-                simulator = workload_simulator.WorkloadSimulator(reg, options.simulate_workloads)
-                background.append(tasks.create_task(simulator.run(), name="workload-simulator"))
+                )
+            if replica is None:
+                background += [tasks.create_task(run(), name=name) for name, run in singletons]
+            elif singletons:
+                background.append(
+                    tasks.create_task(
+                        replication.run_singletons(replica, singletons), name="controllers-lease"
+                    )
+                )
             application = server_app.build_app(
                 reg,
                 authenticator,
@@ -219,6 +257,8 @@ async def serve(options: ServeOptions) -> None:
                 task.cancel()
     except* StartupError as group:
         raise group.exceptions[0] from None
+    except* leader_election.IdentityTaken as group:
+        raise StartupError(str(group.exceptions[0])) from None
     finally:
         with contextlib.suppress(Exception):
             await store.close()

@@ -15,6 +15,7 @@ from minikcp.machinery import errors, list_options, rbac
 from minikcp.registry import (
     admission,
     custom_catalogs,
+    fencing,
     keys,
     limit_range_admission,
     namespaces,
@@ -68,6 +69,8 @@ class Registry:
         service_account_tokens: token_requests.TokenSettings | None = None,
     ) -> None:
         self.service_account_tokens = service_account_tokens
+        # Components run under a lease write through the fence (fencing.py); requests never wait.
+        storage = fencing.FencedStorage(storage)
         self.storage = storage
         self.hub = hub
         self.catalog = types or catalog.Catalog.builtin()
@@ -148,6 +151,12 @@ class Registry:
             tasks.create_task(self.limit_ranges.limits.run(self.hub), name="limit-range-cache")
             tasks.create_task(self.quota.quotas.run(self.hub), name="quota-cache")
             tasks.create_task(self.quota.run(), name="quota-admission")
+            sync_targets = self.catalog.by_resource(*status_owners.SYNC_TARGET)
+            if sync_targets is not None:
+                tasks.create_task(
+                    self.deployment_status.run(self.storage, self.hub, sync_targets),
+                    name="deployment-status-owners",
+                )
 
     def catalog_for(self, cluster: str) -> catalog.Catalog:
         """The kinds served in a logical cluster: the built-ins plus its established CRDs'

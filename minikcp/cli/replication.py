@@ -1,0 +1,75 @@
+"""This process among the replicas sharing one store: its identity, its own Lease, and the Lease
+the singleton controllers run under (controllers/leases.py says where the leases live).
+
+With a store that is this process's alone (SQLite: its file lock admits one process) there is
+nothing to coordinate: no lease is written, every component starts at once, and nothing is
+renewed (an idle server stays idle).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+import uuid
+from collections.abc import Callable, Coroutine, Sequence
+from typing import Any
+
+from minikcp.controllers import leases
+from minikcp.registry import fencing
+from minikcp.registry import registry as registry_module
+from minikcp.runtime import leader_election
+
+logger = logging.getLogger(__name__)
+
+Start = Callable[[], Coroutine[Any, Any, None]]
+
+
+def default_identity() -> str:
+    """kube-controller-manager's: the host name and a fresh UUID, unique per process."""
+    return f"{socket.gethostname()}_{uuid.uuid4()}"
+
+
+async def _announce(holding: fencing.Holding) -> None:
+    await asyncio.Event().wait()
+
+
+async def join(
+    reg: registry_module.Registry,
+    identity: str,
+    timing: leader_election.Timing,
+    tasks: asyncio.TaskGroup,
+    background: list[asyncio.Task[None]],
+) -> leader_election.Replica:
+    """Hold this replica's own Lease (refused with IdentityTaken in the task group when a live
+    process holds it under the same identity) and follow the others'; the tasks doing so are
+    added to `background`, which the server cancels on shutdown."""
+    live = leases.LiveReplicas(reg)
+    replica = leader_election.Replica(
+        identity=identity,
+        nonce=uuid.uuid4().hex,
+        timing=timing,
+        lock=lambda name: leases.RegistryLeaseLock(reg, name),
+        live_replicas=live.count,
+    )
+    background.append(tasks.create_task(live.run(), name="replica-leases"))
+    membership = replica.elector(leases.REPLICA_PREFIX + identity)
+    background.append(tasks.create_task(membership.run(_announce), name="replica-lease"))
+    await membership.acquired.wait()
+    logger.info("replica %s joined (leases in %s|%s)", identity, leases.CLUSTER, leases.NAMESPACE)
+    return replica
+
+
+async def _run_all(holding: fencing.Holding, starts: Sequence[tuple[str, Start]]) -> None:
+    fencing.hold(holding)
+    async with asyncio.TaskGroup() as group:
+        for name, start in starts:
+            group.create_task(start(), name=name)
+
+
+def run_singletons(
+    replica: leader_election.Replica, starts: Sequence[tuple[str, Start]]
+) -> Coroutine[Any, Any, None]:
+    """Run `starts` on whichever replica holds the controllers' Lease, only while it does."""
+    elector = replica.elector(leases.CONTROLLERS_LEASE)
+    return elector.run(lambda holding: _run_all(holding, starts))

@@ -1,0 +1,205 @@
+"""Leases of the in-process components, stored as coordination.k8s.io/v1 Leases.
+
+Every lease lives in namespace `kube-system` of the logical cluster `system:admin`:
+`minikcp-controllers` for the singleton controllers, `synctargets-<logical cluster>` for the
+workers of the SyncTargets serving that cluster (syncer/shards.py), and
+`minikcp-replica-<identity>` for each live replica (held by itself: it announces the replica, so
+the sharded components know how many share the work). Names a Lease cannot have (colons,
+underscores) are replaced and a hash of the original added.
+
+The lock reads and writes through the registry in-process, like any client (validation, the
+resourceVersion precondition for compare-and-swap), so `kubectl get leases -A` shows them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import hashlib
+import logging
+import re
+import time
+from typing import Any
+
+from minikcp.machinery import errors, list_options, names
+from minikcp.registry import registry as registry_module
+from minikcp.registry import watching
+from minikcp.registry.objects import RequestContext, StoredObject, WriteOptions
+from minikcp.runtime import leader_election
+
+logger = logging.getLogger(__name__)
+
+CLUSTER = "system:admin"
+NAMESPACE = "kube-system"
+CONTROLLERS_LEASE = "minikcp-controllers"
+REPLICA_PREFIX = "minikcp-replica-"
+NONCE_ANNOTATION = "minikcp.io/replica-nonce"
+FIELD_MANAGER = "minikcp-leader-election"
+LEASE = ("coordination.k8s.io", "v1", "leases")
+_CONTEXT = RequestContext(cluster=CLUSTER)
+_NOT_NAME = re.compile(r"[^a-z0-9-]+")
+
+
+def object_name(wanted: str) -> str:
+    """A valid Lease name for `wanted`: itself, or with invalid characters replaced and a hash
+    of the original added (logical cluster paths have colons, identities underscores)."""
+    if len(wanted) <= 253 and not names.dns1123_subdomain_errors(wanted):
+        return wanted
+    digest = hashlib.sha256(wanted.encode()).hexdigest()[:10]
+    readable = _NOT_NAME.sub("-", wanted.lower()).strip(".-")[:200]
+    return f"{readable}-{digest}" if readable else digest
+
+
+def replica_lease(identity: str) -> str:
+    return object_name(REPLICA_PREFIX + identity)
+
+
+def _micro_time(value: datetime.datetime | None) -> str | None:
+    if value is None:
+        return None
+    return value.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _parse_micro_time(value: Any) -> datetime.datetime | None:
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return datetime.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+def record_of(obj: StoredObject) -> leader_election.Record:
+    view = obj.view()
+    spec = view.get("spec") or {}
+    annotations = view["metadata"].get("annotations") or {}
+    return leader_election.Record(
+        holder=spec.get("holderIdentity") or "",
+        lease_duration_seconds=int(spec.get("leaseDurationSeconds") or 0),
+        acquire_time=_parse_micro_time(spec.get("acquireTime")),
+        renew_time=_parse_micro_time(spec.get("renewTime")),
+        transitions=int(spec.get("leaseTransitions") or 0),
+        nonce=annotations.get(NONCE_ANNOTATION, ""),
+    )
+
+
+def lease_body(name: str, record: leader_election.Record, version: str = "") -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "holderIdentity": record.holder,
+        "leaseDurationSeconds": record.lease_duration_seconds,
+        "acquireTime": _micro_time(record.acquire_time),
+        "renewTime": _micro_time(record.renew_time),
+        "leaseTransitions": record.transitions,
+    }
+    metadata: dict[str, Any] = {"name": name, "namespace": NAMESPACE}
+    if record.nonce:
+        metadata["annotations"] = {NONCE_ANNOTATION: record.nonce}
+    if version:
+        metadata["resourceVersion"] = version
+    return {
+        "apiVersion": "coordination.k8s.io/v1",
+        "kind": "Lease",
+        "metadata": metadata,
+        "spec": {k: v for k, v in spec.items() if v is not None},
+    }
+
+
+class RegistryLeaseLock:
+    """client-go's LeaseLock over the registry (resourcelock/leaselock.go)."""
+
+    def __init__(self, reg: registry_module.Registry, name: str) -> None:
+        rt = reg.catalog.by_resource(*LEASE)
+        assert rt is not None, "coordination.k8s.io/v1 leases are always served"
+        self._store = reg.store(rt)
+        self.name = object_name(name)
+        self.description = f"lease {CLUSTER}|{NAMESPACE}/{self.name}"
+
+    async def get(self) -> tuple[leader_election.Record, str] | None:
+        found = await self._store.find(_CONTEXT, NAMESPACE, self.name)
+        if found is None:
+            return None
+        return record_of(found), str(found.revision)
+
+    async def create(self, record: leader_election.Record) -> str:
+        try:
+            created = await self._store.create(
+                _CONTEXT,
+                NAMESPACE,
+                lease_body(self.name, record),
+                WriteOptions(field_manager=FIELD_MANAGER),
+            )
+        except errors.StatusError as exc:
+            if exc.code == 409:
+                raise leader_election.LockConflict(exc.message) from None
+            raise
+        return str(created.revision)
+
+    async def update(self, record: leader_election.Record, version: str) -> str:
+        try:
+            updated = await self._store.update(
+                _CONTEXT,
+                NAMESPACE,
+                self.name,
+                lease_body(self.name, record, version),
+                WriteOptions(field_manager=FIELD_MANAGER),
+            )
+        except errors.StatusError as exc:
+            if exc.code in (404, 409):
+                raise leader_election.LockConflict(exc.message) from None
+            raise
+        return str(updated.revision)
+
+
+class LiveReplicas:
+    """How many replicas hold their own `minikcp-replica-*` lease, seen through a watch.
+
+    A replica counts as live while its lease has a holder and changed less than its duration ago
+    on this process's clock, as leader election judges a holder; watching costs the store no
+    requests per replica beyond the replicas' own renewals.
+    """
+
+    def __init__(self, reg: registry_module.Registry) -> None:
+        self._registry = reg
+        self._seen: dict[str, tuple[float, int]] = {}  # name -> (observed at, duration s)
+
+    def count(self) -> int:
+        now = time.monotonic()
+        return max(1, sum(1 for at, duration in self._seen.values() if now - at < duration))
+
+    def _observe(self, kind: str, obj: StoredObject) -> None:
+        name = obj.metadata.get("name", "")
+        if not name.startswith(REPLICA_PREFIX):
+            return
+        record = record_of(obj)
+        if kind == watching.DELETED or not record.holder:
+            self._seen.pop(name, None)
+        else:
+            self._seen[name] = (time.monotonic(), record.lease_duration_seconds)
+
+    async def run(self) -> None:
+        rt = self._registry.catalog.by_resource(*LEASE)
+        assert rt is not None
+        rv = ""
+        while True:
+            opts = list_options.ListOptions(watch=True, resource_version=rv)
+            try:
+                if not rv:
+                    listing = await self._registry.store(rt).list(
+                        _CONTEXT, NAMESPACE, list_options.ListOptions()
+                    )
+                    self._seen.clear()
+                    for item in listing.items:
+                        self._observe(watching.ADDED, item)
+                    rv = str(listing.revision)
+                    opts = list_options.ListOptions(watch=True, resource_version=rv)
+                async for event in self._registry.watch(rt, _CONTEXT, NAMESPACE, opts):
+                    if event.type == watching.ERROR:
+                        rv = ""
+                        break
+                    if event.object is not None:
+                        rv = str(event.object.revision)
+                        self._observe(event.type, event.object)
+            except errors.StatusError as exc:
+                logger.info("replica leases not watched: %s", exc.message)
+                rv = ""
+                await asyncio.sleep(1.0)
