@@ -16,6 +16,7 @@ from minikcp.controllers import leases
 from tests.e2e import replica_env
 from tests.e2e.crd_manifests import crd
 from tests.e2e.kubectl_output import parse_table
+from tests.e2e.polling import eventually
 from tests.e2e.replica_env import LEASE_DURATION, holder, start_replica, wait_new_holder
 from tests.storage import etcd_server
 
@@ -168,3 +169,40 @@ def test_a_stopped_leader_notices_it_lost_the_lease_before_writing(
         other.stop()
         for replica in (leader, other):
             assert "Traceback" not in replica.log(), replica.log()
+
+
+def test_leases_are_lost_while_etcd_is_away_and_work_resumes(tmp_path: Path) -> None:
+    if etcd_server.ETCD is None:
+        pytest.skip("the etcd binary is not installed")
+    (tmp_path / "etcd").mkdir()
+    with etcd_server.restartable_etcd(tmp_path / "etcd") as etcd:
+        leader = start_replica(tmp_path, etcd.address, "only")
+        try:
+            assert replica_env.wait_holder(leader)[0] == "only"
+            etcd.stop()
+            deadline = time.monotonic() + 10
+            while "lost" not in replica_env.lease_events(leader, "minikcp-controllers"):
+                assert time.monotonic() < deadline, leader.log()
+                time.sleep(0.2)
+            time.sleep(10 - 2)  # about ten seconds away in all
+            etcd.start()
+            # The client reconnects (gRPC backs off a little), the replica takes its leases
+            # again and the controllers work as before.
+            eventually(
+                lambda: (
+                    leader.kubectl(
+                        "create", "namespace", "back", cluster="t", check=False
+                    ).returncode
+                    == 0
+                ),
+                timeout=30,
+                what="a namespace created once etcd is back",
+            )
+            leader.kubectl("delete", "namespace", "back", "--timeout=30s", cluster="t")
+            events = replica_env.lease_events(leader, "minikcp-controllers")
+            assert events[:2] == ["acquired", "lost"] and events[-1] == "acquired", events
+            assert holder(leader) == "only"
+            assert leader.request("GET", "/readyz")[0] == 200
+        finally:
+            leader.stop()
+        assert "Traceback" not in leader.log(), leader.log()
