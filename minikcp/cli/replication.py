@@ -34,6 +34,19 @@ async def _announce(holding: fencing.Holding) -> None:
     await asyncio.Event().wait()
 
 
+async def _member(
+    reg: registry_module.Registry, membership: leader_election.LeaderElector, lease: str
+) -> None:
+    """Hold this replica's lease; on a clean shutdown release it, then delete it, so leases of
+    replicas that came and went (a fresh identity each start) do not pile up."""
+    try:
+        await membership.run(_announce)
+    finally:
+        await leases.RegistryLeaseLock(reg, lease).delete_released(
+            timeout=membership.timing.retry_period
+        )
+
+
 async def join(
     reg: registry_module.Registry,
     identity: str,
@@ -53,8 +66,9 @@ async def join(
         live_replicas=live.count,
     )
     background.append(tasks.create_task(live.run(), name="replica-leases"))
-    membership = replica.elector(leases.REPLICA_PREFIX + identity)
-    background.append(tasks.create_task(membership.run(_announce), name="replica-lease"))
+    lease = leases.REPLICA_PREFIX + identity
+    membership = replica.elector(lease)
+    background.append(tasks.create_task(_member(reg, membership, lease), name="replica-lease"))
     await membership.acquired.wait()
     logger.info("replica %s joined (leases in %s|%s)", identity, leases.CLUSTER, leases.NAMESPACE)
     return replica

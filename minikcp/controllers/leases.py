@@ -149,6 +149,24 @@ class RegistryLeaseLock:
             raise
         return str(updated.revision)
 
+    async def delete_released(self, *, timeout: float) -> None:
+        """Delete the lease if it has no holder (released); bounded, as the store may be gone."""
+        try:
+            async with asyncio.timeout(timeout):
+                found = await self._store.find(_CONTEXT, NAMESPACE, self.name)
+                if found is None or record_of(found).holder:
+                    return
+                preconditions = {"resourceVersion": str(found.revision)}
+                await self._store.delete(
+                    _CONTEXT,
+                    NAMESPACE,
+                    self.name,
+                    {"preconditions": preconditions},
+                    WriteOptions(field_manager=FIELD_MANAGER),
+                )
+        except (errors.StatusError, TimeoutError) as exc:
+            logger.info("%s not deleted: %s", self.description, exc)
+
 
 class LiveReplicas:
     """How many replicas hold their own `minikcp-replica-*` lease, seen through a watch.

@@ -125,9 +125,14 @@ class TargetShards:
             held = self._shards.get(shard)
             for key in sorted(held.members if held is not None else ()):
                 found = self._targets.get(key)
-                if found is not None:
-                    started.append(key)
+                if found is None:
+                    continue
+                started.append(key)
+                try:
                     await self._reconcile(watching.ADDED, found[1])
+                except Exception as exc:
+                    # As for a watch event: the next event of this target tries again.
+                    logger.error("sync target %s|%s not started: %r", *key, exc)
             await asyncio.Event().wait()
         finally:
             self._owned.discard(shard)

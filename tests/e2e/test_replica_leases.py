@@ -57,6 +57,8 @@ def test_three_replicas_elect_one_leader_that_hands_over_and_fails_over(
         # A clean shutdown releases the lease: the next leader follows within a retry or two.
         assert r0.stop() == 0
         assert replica_env.lease_events(r0, "minikcp-controllers") == ["acquired", "released"]
+        # A replica that left cleanly leaves no lease of its own behind.
+        assert "minikcp-replica-r0" not in replica_env.leases_of(r1)
         second, waited = wait_new_holder(r1, "r0")
         assert waited < LEASE_DURATION / 2
         lease = replica_env.leases_of(r1)["minikcp-controllers"]["spec"]
