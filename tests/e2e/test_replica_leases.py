@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from minikcp.controllers import leases
+from tests import server_process
 from tests.e2e import replica_env
 from tests.e2e.crd_manifests import crd
 from tests.e2e.kubectl_output import parse_table
@@ -209,3 +210,15 @@ def test_leases_are_lost_while_etcd_is_away_and_work_resumes(tmp_path: Path) -> 
         finally:
             leader.stop()
         assert "Traceback" not in leader.log(), leader.log()
+
+
+def test_one_sqlite_process_writes_no_lease_and_waits_for_none(tmp_path: Path) -> None:
+    alone = server_process.start_server(tmp_path)
+    try:
+        # The controllers run at once: a namespace deletion completes without any election.
+        alone.kubectl("create", "namespace", "quick", cluster="t")
+        alone.kubectl("delete", "namespace", "quick", "--timeout=10s", cluster="t")
+        assert replica_env.leases_of(alone) == {}
+        assert "lease" not in alone.log()
+    finally:
+        assert alone.stop() == 0
