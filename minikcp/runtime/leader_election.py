@@ -165,9 +165,6 @@ class LeaderElector:
     def leading(self) -> bool:
         return self._renewed_at is not None
 
-    def observed(self) -> Record | None:
-        return self._record
-
     def _live(self, record: Record) -> bool:
         return time.monotonic() - self._observed_at < record.lease_duration_seconds
 
@@ -231,7 +228,8 @@ class LeaderElector:
         except LockConflict:
             return False
         except Exception as exc:
-            logger.info("%s: %s", self.lock.description, exc)
+            # Every retry period while the store is away: the loss itself is logged once.
+            logger.debug("%s: %s", self.lock.description, exc)
             return False
 
     # -- the loop -------------------------------------------------------------------------------
