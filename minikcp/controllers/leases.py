@@ -37,6 +37,7 @@ NONCE_ANNOTATION = "minikcp.io/replica-nonce"
 FIELD_MANAGER = "minikcp-leader-election"
 LEASE = ("coordination.k8s.io", "v1", "leases")
 _CONTEXT = RequestContext(cluster=CLUSTER)
+_SWEEP_SECONDS = 5.0
 _NOT_NAME = re.compile(r"[^a-z0-9-]+")
 
 
@@ -173,16 +174,45 @@ class LiveReplicas:
 
     A replica counts as live while its lease has a holder and changed less than its duration ago
     on this process's clock, as leader election judges a holder; watching costs the store no
-    requests per replica beyond the replicas' own renewals.
+    requests per replica beyond the replicas' own renewals. The lease of a replica that died
+    without releasing it (kill -9) is deleted once it has not changed for twice its duration,
+    with a resourceVersion precondition (a replica that comes back simply creates it again).
     """
 
     def __init__(self, reg: registry_module.Registry) -> None:
         self._registry = reg
-        self._seen: dict[str, tuple[float, int]] = {}  # name -> (observed at, duration s)
+        # name -> (observed at, duration s, resourceVersion)
+        self._seen: dict[str, tuple[float, int, str]] = {}
 
     def count(self) -> int:
         now = time.monotonic()
-        return max(1, sum(1 for at, duration in self._seen.values() if now - at < duration))
+        return max(1, sum(1 for at, duration, _ in self._seen.values() if now - at < duration))
+
+    async def run(self) -> None:
+        async with asyncio.TaskGroup() as tasks:
+            tasks.create_task(self._follow(), name="replica-leases-watch")
+            tasks.create_task(self._sweep(), name="replica-leases-sweep")
+
+    async def _sweep(self) -> None:
+        rt = self._registry.catalog.by_resource(*LEASE)
+        assert rt is not None
+        while True:
+            await asyncio.sleep(_SWEEP_SECONDS)
+            now = time.monotonic()
+            for name, (at, duration, version) in list(self._seen.items()):
+                if now - at < 2 * duration:
+                    continue
+                try:
+                    await self._registry.store(rt).delete(
+                        _CONTEXT,
+                        NAMESPACE,
+                        name,
+                        {"preconditions": {"resourceVersion": version}},
+                        WriteOptions(field_manager=FIELD_MANAGER),
+                    )
+                    logger.info("lease %s of a replica gone for %ss deleted", name, 2 * duration)
+                except errors.StatusError as exc:
+                    logger.debug("lease %s not deleted: %s", name, exc.message)
 
     def _observe(self, kind: str, obj: StoredObject) -> None:
         name = obj.metadata.get("name", "")
@@ -192,9 +222,10 @@ class LiveReplicas:
         if kind == watching.DELETED or not record.holder:
             self._seen.pop(name, None)
         else:
-            self._seen[name] = (time.monotonic(), record.lease_duration_seconds)
+            duration = record.lease_duration_seconds
+            self._seen[name] = (time.monotonic(), duration, str(obj.revision))
 
-    async def run(self) -> None:
+    async def _follow(self) -> None:
         rt = self._registry.catalog.by_resource(*LEASE)
         assert rt is not None
         rv = ""

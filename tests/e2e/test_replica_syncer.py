@@ -115,6 +115,33 @@ def test_targets_spread_over_replicas_and_move_when_their_owner_dies(
         assert down_dep is not None and down_dep["metadata"]["generation"] == 2
         shard_lease = leases.object_name(f"synctargets-{victim_cluster}")
         assert replica_env.lease_events(survivor, shard_lease)[-1] == "acquired"
+
+        # The killed replica's own lease is cleared away once it has not changed for twice its
+        # duration, so replicas starting later do not count it.
+        env.eventually(
+            lambda: leases.replica_lease(victim) not in replica_env.leases_of(survivor),
+            timeout=2 * LEASE_DURATION + 8,
+            what="the dead replica's lease deleted",
+        )
+        # A clean shutdown hands both targets to the replica left, at once.
+        r2 = start_replica(tmp_path, etcd, "r2", first=r0, extra=env.UPSTREAM_ARGS)
+        started.append(r2)
+        assert survivor.stop() == 0
+        stopped = time.monotonic()
+        env.eventually(
+            lambda: set(shard_holders(r2).values()) == {"r2"},
+            timeout=LEASE_DURATION * 2,
+            what="both targets on the last replica",
+        )
+        assert time.monotonic() - stopped < LEASE_DURATION
+        for cluster in CLUSTERS:
+            r2.kubectl("create", "configmap", "after-handover", cluster=cluster)
+            env.eventually(
+                lambda c=cluster: env.uid(downs[c], namespaces[c], "configmap", "after-handover"),
+                what=f"a ConfigMap synced to {cluster}'s target by the last replica",
+            )
+            down_dep = env.down_get(downs[cluster], namespaces[cluster], "deployment", "web")
+            assert down_dep is not None and down_dep["metadata"]["uid"] == uids[cluster]
     finally:
         for proc in started:
             proc.stop()
