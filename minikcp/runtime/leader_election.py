@@ -151,7 +151,7 @@ class LeaderElector:
         self._record: Record | None = None
         self._version = ""
         self._observed_at = 0.0
-        self._twin_seen_at: str | None = None
+        self._twin_version: str | None = None
         self._renewed_at: float | None = None
 
     # -- state ----------------------------------------------------------------------------------
@@ -188,13 +188,13 @@ class LeaderElector:
         twin = record.holder == self.identity and record.nonce not in ("", self.nonce)
         if twin and self._live(record):
             # Ours by name, not by process: live if it changes while we watch it.
-            if self._twin_seen_at is not None and self._twin_seen_at != version:
+            if self._twin_version is not None and self._twin_version != version:
                 raise IdentityTaken(
                     f"another replica is running with identity {self.identity!r} "
                     f"(it renewed {self.lock.description}); give each replica its own "
                     "--replica-identity"
                 )
-            self._twin_seen_at = version
+            self._twin_version = version
             return False
         held_elsewhere = record.holder not in ("", self.identity) and self._live(record)
         if held_elsewhere:
@@ -316,9 +316,9 @@ class LeaderElector:
         if not was_leading or self._record is None or self._record.holder != self.identity:
             return
         try:
+            record = released(self._record, _utcnow())
             async with asyncio.timeout(self.timing.retry_period):
-                version = await self.lock.update(released(self._record, _utcnow()), self._version)
-                self._observe(released(self._record, _utcnow()), version)
+                self._observe(record, await self.lock.update(record, self._version))
             logger.info("%s released by %s", self.lock.description, self.identity)
         except (Exception, TimeoutError) as exc:
             logger.info("%s not released: %s", self.lock.description, exc)
