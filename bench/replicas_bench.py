@@ -169,6 +169,14 @@ def idle_load(
             downs.append(down)
             syncer_env.attach(first, f"idle-{i}", "target", down)
         time.sleep(5)  # settle: shares taken, status written
+        if targets:
+            _, _, body = first.request("GET", LEASES_PATH)
+            held: dict[str, int] = {}
+            for item in json.loads(body)["items"]:
+                if item["metadata"]["name"].startswith("synctargets-"):
+                    who = item["spec"].get("holderIdentity") or "(none)"
+                    held[who] = held.get(who, 0) + 1
+            print(f"SyncTargets per replica: {dict(sorted(held.items()))}")
         writes = [0]
         stop = threading.Event()
 

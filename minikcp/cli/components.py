@@ -22,6 +22,7 @@ from minikcp.controllers import rbac_aggregation, resource_quotas
 from minikcp.controllers import workspaces as workspace_controller
 from minikcp.registry import registry
 from minikcp.runtime import leader_election
+from minikcp.syncer import shards
 from minikcp.syncer import syncer as workload_syncer
 from minikcp.syncer import target as sync_target
 from minikcp.tenancy import workspaces
@@ -88,7 +89,7 @@ CONTROLLERS: tuple[Controller, ...] = (
     ),
     Controller("resourcequota-controller", _quotas, "ResourceQuota status.hard and status.used"),
     Controller(
-        "syncer",
+        shards.COMPONENT,  # "syncer": replicas count each other by it
         _syncer,
         "workloads pushed to attached SyncTargets, status back",
         on_replicas=SHARDED,

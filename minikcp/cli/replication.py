@@ -53,10 +53,12 @@ async def join(
     timing: leader_election.Timing,
     tasks: asyncio.TaskGroup,
     background: list[asyncio.Task[None]],
+    sharded: Sequence[str],
 ) -> leader_election.Replica:
     """Hold this replica's own Lease (refused with IdentityTaken in the task group when a live
     process holds it under the same identity) and follow the others'; the tasks doing so are
-    added to `background`, which the server cancels on shutdown."""
+    added to `background`, which the server cancels on shutdown. `sharded`: the sharded
+    components this replica runs, announced on its lease."""
     live = leases.LiveReplicas(reg)
     replica = leader_election.Replica(
         identity=identity,
@@ -67,7 +69,13 @@ async def join(
     )
     background.append(tasks.create_task(live.run(), name="replica-leases"))
     lease = leases.REPLICA_PREFIX + identity
-    membership = replica.elector(lease)
+    announce = {leases.SHARDED_ANNOTATION: ",".join(sorted(sharded))}
+    membership = leader_election.LeaderElector(
+        leases.RegistryLeaseLock(reg, lease, annotations=announce),
+        identity,
+        replica.nonce,
+        timing,
+    )
     background.append(tasks.create_task(_member(reg, membership, lease), name="replica-lease"))
     await membership.acquired.wait()
     logger.info("replica %s joined (leases in %s|%s)", identity, leases.CLUSTER, leases.NAMESPACE)

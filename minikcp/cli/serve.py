@@ -177,6 +177,11 @@ async def serve(options: ServeOptions) -> None:
                     options.leader_election,
                     tasks,
                     background,
+                    [
+                        c.name
+                        for c in components.CONTROLLERS
+                        if c.name in options.controllers and c.on_replicas == components.SHARDED
+                    ],
                 )
             wiring = components.Wiring(
                 reg, lifecycle, options.sync, options.sync_resources, replica=replica

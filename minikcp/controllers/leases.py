@@ -19,6 +19,7 @@ import hashlib
 import logging
 import re
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from minikcp.machinery import errors, list_options, names
@@ -34,6 +35,9 @@ NAMESPACE = "kube-system"
 CONTROLLERS_LEASE = "minikcp-controllers"
 REPLICA_PREFIX = "minikcp-replica-"
 NONCE_ANNOTATION = "minikcp.io/replica-nonce"
+# On a replica's own lease: the sharded components it runs (comma-separated), so each counts
+# only the replicas that share its work.
+SHARDED_ANNOTATION = "minikcp.io/sharded-components"
 FIELD_MANAGER = "minikcp-leader-election"
 LEASE = ("coordination.k8s.io", "v1", "leases")
 _CONTEXT = RequestContext(cluster=CLUSTER)
@@ -84,7 +88,12 @@ def record_of(obj: StoredObject) -> leader_election.Record:
     )
 
 
-def lease_body(name: str, record: leader_election.Record, version: str = "") -> dict[str, Any]:
+def lease_body(
+    name: str,
+    record: leader_election.Record,
+    version: str = "",
+    annotations: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
     spec: dict[str, Any] = {
         "holderIdentity": record.holder,
         "leaseDurationSeconds": record.lease_duration_seconds,
@@ -93,8 +102,11 @@ def lease_body(name: str, record: leader_election.Record, version: str = "") -> 
         "leaseTransitions": record.transitions,
     }
     metadata: dict[str, Any] = {"name": name, "namespace": NAMESPACE}
+    marks = dict(annotations or {})
     if record.nonce:
-        metadata["annotations"] = {NONCE_ANNOTATION: record.nonce}
+        marks[NONCE_ANNOTATION] = record.nonce
+    if marks:
+        metadata["annotations"] = marks
     if version:
         metadata["resourceVersion"] = version
     return {
@@ -108,7 +120,14 @@ def lease_body(name: str, record: leader_election.Record, version: str = "") -> 
 class RegistryLeaseLock:
     """client-go's LeaseLock over the registry (resourcelock/leaselock.go)."""
 
-    def __init__(self, reg: registry_module.Registry, name: str) -> None:
+    def __init__(
+        self,
+        reg: registry_module.Registry,
+        name: str,
+        *,
+        annotations: Mapping[str, str] | None = None,
+    ) -> None:
+        self._annotations = annotations
         rt = reg.catalog.by_resource(*LEASE)
         assert rt is not None, "coordination.k8s.io/v1 leases are always served"
         self._store = reg.store(rt)
@@ -126,7 +145,7 @@ class RegistryLeaseLock:
             created = await self._store.create(
                 _CONTEXT,
                 NAMESPACE,
-                lease_body(self.name, record),
+                lease_body(self.name, record, annotations=self._annotations),
                 WriteOptions(field_manager=FIELD_MANAGER),
             )
         except errors.StatusError as exc:
@@ -141,7 +160,7 @@ class RegistryLeaseLock:
                 _CONTEXT,
                 NAMESPACE,
                 self.name,
-                lease_body(self.name, record, version),
+                lease_body(self.name, record, version, self._annotations),
                 WriteOptions(field_manager=FIELD_MANAGER),
             )
         except errors.StatusError as exc:
@@ -181,12 +200,18 @@ class LiveReplicas:
 
     def __init__(self, reg: registry_module.Registry) -> None:
         self._registry = reg
-        # name -> (observed at, duration s, resourceVersion)
-        self._seen: dict[str, tuple[float, int, str]] = {}
+        # name -> (observed at, duration s, resourceVersion, sharded components it runs)
+        self._seen: dict[str, tuple[float, int, str, frozenset[str]]] = {}
 
-    def count(self) -> int:
+    def count(self, component: str) -> int:
+        """Live replicas running the sharded `component` (at least one: this one)."""
         now = time.monotonic()
-        return max(1, sum(1 for at, duration, _ in self._seen.values() if now - at < duration))
+        live = sum(
+            1
+            for at, duration, _, runs in self._seen.values()
+            if now - at < duration and component in runs
+        )
+        return max(1, live)
 
     async def run(self) -> None:
         async with asyncio.TaskGroup() as tasks:
@@ -199,7 +224,7 @@ class LiveReplicas:
         while True:
             await asyncio.sleep(_SWEEP_SECONDS)
             now = time.monotonic()
-            for name, (at, duration, version) in list(self._seen.items()):
+            for name, (at, duration, version, _) in list(self._seen.items()):
                 if now - at < 2 * duration:
                     continue
                 try:
@@ -223,7 +248,9 @@ class LiveReplicas:
             self._seen.pop(name, None)
         else:
             duration = record.lease_duration_seconds
-            self._seen[name] = (time.monotonic(), duration, str(obj.revision))
+            marks = obj.metadata.get("annotations") or {}
+            runs = frozenset(filter(None, marks.get(SHARDED_ANNOTATION, "").split(",")))
+            self._seen[name] = (time.monotonic(), duration, str(obj.revision), runs)
 
     async def _follow(self) -> None:
         rt = self._registry.catalog.by_resource(*LEASE)

@@ -332,7 +332,8 @@ class Replica:
     nonce: str
     timing: Timing
     lock: Callable[[str], LeaseLock]  # the lock of a lease, by lease name
-    live_replicas: Callable[[], int]  # replicas announcing themselves, this one included
+    # Live replicas running a sharded component, by its name (this one included).
+    live_replicas: Callable[[str], int]
 
     def elector(
         self,

@@ -24,6 +24,8 @@ from minikcp.runtime import leader_election
 
 logger = logging.getLogger(__name__)
 
+# Its row in the composition root's table; replicas count each other by it.
+COMPONENT = "syncer"
 TargetKey = tuple[str, str]  # (logical cluster, name)
 Shard = tuple[str, ...]  # the logical clusters its targets serve, sorted
 Reconcile = Callable[[str, StoredObject], Awaitable[None]]
@@ -66,7 +68,8 @@ class TargetShards:
         return set(self._owned)
 
     def _share(self) -> int:
-        return leader_election.fair_share(len(self._shards), self.replica.live_replicas())
+        replicas = self.replica.live_replicas(COMPONENT)
+        return leader_election.fair_share(len(self._shards), replicas)
 
     async def on_event(self, kind: str, obj: StoredObject) -> None:
         key = (obj.cluster, obj.metadata.get("name", ""))

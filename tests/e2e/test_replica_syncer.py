@@ -147,3 +147,28 @@ def test_targets_spread_over_replicas_and_move_when_their_owner_dies(
             proc.stop()
         for proc in started:
             assert "Traceback" not in proc.log(), proc.log()
+
+
+def test_replicas_without_the_syncer_take_no_share(etcd: str, tmp_path: Path) -> None:
+    started: list[ServerProcess] = []
+    try:
+        plain = start_replica(tmp_path, etcd, "plain", extra=("--controllers", "*,-syncer"))
+        started.append(plain)
+        syncing = start_replica(tmp_path, etcd, "syncing", first=plain, extra=env.UPSTREAM_ARGS)
+        started.append(syncing)
+        for cluster in CLUSTERS:
+            down = server_process.start_server(tmp_path, extra_args=env.DOWNSTREAM_ARGS)
+            started.append(down)
+            env.attach(syncing, cluster, "target", down)
+        # Two live replicas, but only one shares the syncer's work: it runs both targets.
+        env.eventually(
+            lambda: set(shard_holders(plain).values()) == {"syncing"},
+            what="both targets on the replica running the syncer",
+        )
+        announced = replica_env.leases_of(plain)[leases.replica_lease("syncing")]
+        assert announced["metadata"]["annotations"][leases.SHARDED_ANNOTATION] == "syncer"
+    finally:
+        for proc in started:
+            proc.stop()
+        for proc in started:
+            assert "Traceback" not in proc.log(), proc.log()
