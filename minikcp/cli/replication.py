@@ -9,16 +9,19 @@ renewed (an idle server stays idle).
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import socket
 import uuid
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any
 
+from minikcp.cli import components
 from minikcp.controllers import leases
 from minikcp.registry import fencing
 from minikcp.registry import registry as registry_module
 from minikcp.runtime import leader_election
+from minikcp.simulator import simulator as workload_simulator
 
 logger = logging.getLogger(__name__)
 
@@ -95,3 +98,49 @@ def run_singletons(
     """Run `starts` on whichever replica holds the controllers' Lease, only while it does."""
     elector = replica.elector(leases.CONTROLLERS_LEASE)
     return elector.run(lambda holding: _run_all(holding, starts))
+
+
+def sharded(chosen: Sequence[str]) -> list[str]:
+    """The sharded components among the chosen controllers (announced on the replica's lease)."""
+    return [
+        c.name
+        for c in components.CONTROLLERS
+        if c.name in chosen and c.on_replicas == components.SHARDED
+    ]
+
+
+def start_components(
+    tasks: asyncio.TaskGroup,
+    wiring: components.Wiring,
+    chosen: Sequence[str],
+    simulate: workload_simulator.SimulatorOptions | None,
+) -> list[asyncio.Task[None]]:
+    """Start the chosen controllers (and the workload simulator): each one at once with a store
+    of its own; with replicas, sharded ones at once and singletons under the controllers' Lease."""
+    replica = wiring.replica
+    started: list[asyncio.Task[None]] = []
+    singletons: list[tuple[str, Start]] = []
+    for controller in components.CONTROLLERS:
+        if controller.name not in chosen:
+            continue
+        run = functools.partial(controller.run, wiring)
+        if replica is None or controller.on_replicas == components.SHARDED:
+            started.append(tasks.create_task(run(), name=controller.name))
+        else:
+            singletons.append((controller.name, run))
+    if simulate is not None:
+        # Every replica leaves Deployment status to the simulator, wherever it runs.
+        wiring.registry.deployment_status.hand_over_everywhere()
+        simulator_options = simulate
+
+        def simulator() -> Coroutine[Any, Any, None]:
+            return workload_simulator.WorkloadSimulator(wiring.registry, simulator_options).run()
+
+        singletons.append(("workload-simulator", simulator))
+    if replica is None:
+        started += [tasks.create_task(run(), name=name) for name, run in singletons]
+    elif singletons:
+        started.append(
+            tasks.create_task(run_singletons(replica, singletons), name="controllers-lease")
+        )
+    return started

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import functools
 import gc
 import logging
 import signal
@@ -177,42 +176,14 @@ async def serve(options: ServeOptions) -> None:
                     options.leader_election,
                     tasks,
                     background,
-                    [
-                        c.name
-                        for c in components.CONTROLLERS
-                        if c.name in options.controllers and c.on_replicas == components.SHARDED
-                    ],
+                    replication.sharded(options.controllers),
                 )
             wiring = components.Wiring(
                 reg, lifecycle, options.sync, options.sync_resources, replica=replica
             )
-            singletons: list[tuple[str, replication.Start]] = []
-            for controller in components.CONTROLLERS:
-                if controller.name not in options.controllers:
-                    continue
-                run = functools.partial(controller.run, wiring)
-                if replica is None or controller.on_replicas == components.SHARDED:
-                    background.append(tasks.create_task(run(), name=controller.name))
-                else:
-                    singletons.append((controller.name, run))
-            simulate = options.simulate_workloads
-            if simulate is not None:
-                # Every replica leaves Deployment status to the simulator, wherever it runs.
-                reg.deployment_status.hand_over_everywhere()
-                singletons.append(
-                    (
-                        "workload-simulator",
-                        lambda: workload_simulator.WorkloadSimulator(reg, simulate).run(),
-                    )
-                )
-            if replica is None:
-                background += [tasks.create_task(run(), name=name) for name, run in singletons]
-            elif singletons:
-                background.append(
-                    tasks.create_task(
-                        replication.run_singletons(replica, singletons), name="controllers-lease"
-                    )
-                )
+            background += replication.start_components(
+                tasks, wiring, options.controllers, options.simulate_workloads
+            )
             application = server_app.build_app(
                 reg,
                 authenticator,
