@@ -64,9 +64,6 @@ class TargetShards:
         self._shards: dict[Shard, _Held] = {}
         self._owned: set[Shard] = set()
 
-    def owned(self) -> set[Shard]:
-        return set(self._owned)
-
     def _share(self) -> int:
         replicas = self.replica.live_replicas(COMPONENT)
         return leader_election.fair_share(len(self._shards), replicas)
