@@ -153,6 +153,7 @@ class LeaderElector:
         self._observed_at = 0.0
         self._twin_version: str | None = None
         self._renewed_at: float | None = None
+        self._term = 0  # acquisitions so far: a fence belongs to one term
 
     # -- state ----------------------------------------------------------------------------------
 
@@ -257,8 +258,15 @@ class LeaderElector:
                 return
             await self._sleep()
 
+    def _term_fence(self) -> Callable[[], bool]:
+        """`holding` for the current term only: work left over from an earlier term stays
+        fenced even after the lease is won again."""
+        self._term += 1
+        term = self._term
+        return lambda: self._term == term and self.holding()
+
     async def _lead(self, lead: Lead) -> None:
-        worker = asyncio.create_task(lead(self.holding), name=f"lead {self.lock.description}")
+        worker = asyncio.create_task(lead(self._term_fence()), name=f"lead {self.lock.description}")
         try:
             while not worker.done():
                 sleeper = asyncio.ensure_future(self._sleep())

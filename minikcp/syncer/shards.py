@@ -40,7 +40,6 @@ def shard_of(obj: StoredObject) -> Shard:
 @dataclass
 class _Held:
     task: asyncio.Task[None]
-    elector: leader_election.LeaderElector
     members: set[TargetKey] = field(default_factory=set)
 
 
@@ -62,7 +61,8 @@ class TargetShards:
         self._stop = stop
         self._targets: dict[TargetKey, tuple[Shard, StoredObject]] = {}
         self._shards: dict[Shard, _Held] = {}
-        self._owned: set[Shard] = set()
+        # The shards held, each with the fence of the term it is held in.
+        self._owned: dict[Shard, fencing.Holding] = {}
 
     def _share(self) -> int:
         replicas = self.replica.live_replicas(COMPONENT)
@@ -75,9 +75,9 @@ class TargetShards:
             self._targets.pop(key, None)
             if before is None:
                 return
-            held = self._shards.get(before[0])
-            if before[0] in self._owned and held is not None:
-                with fencing.fenced(held.elector.holding):
+            holding = self._owned.get(before[0])
+            if holding is not None:
+                with fencing.fenced(holding):
                     await self._reconcile(kind, obj)
             self._leave(key, before[0])
             return
@@ -87,12 +87,15 @@ class TargetShards:
                 await self._stop(key)
             self._leave(key, before[0])
         self._targets[key] = (shard, obj)
-        held = self._join(key, shard)
-        if shard in self._owned:
-            with fencing.fenced(held.elector.holding):
+        self._join(key, shard)
+        holding = self._owned.get(shard)
+        if holding is not None:
+            with fencing.fenced(holding):
                 await self._reconcile(kind, obj)
+            if self._owned.get(shard) is not holding:
+                await self._stop(key)  # lost meanwhile: whatever was started goes too
 
-    def _join(self, key: TargetKey, shard: Shard) -> _Held:
+    def _join(self, key: TargetKey, shard: Shard) -> None:
         held = self._shards.get(shard)
         if held is None:
             elector = self.replica.elector(
@@ -104,9 +107,8 @@ class TargetShards:
                 elector.run(lambda holding: self._lead(shard, holding)),
                 name=f"sync-shard-{'+'.join(shard)}",
             )
-            held = self._shards[shard] = _Held(task, elector)
+            held = self._shards[shard] = _Held(task)
         held.members.add(key)
-        return held
 
     def _leave(self, key: TargetKey, shard: Shard) -> None:
         held = self._shards.get(shard)
@@ -119,7 +121,7 @@ class TargetShards:
 
     async def _lead(self, shard: Shard, holding: fencing.Holding) -> None:
         fencing.hold(holding)
-        self._owned.add(shard)
+        self._owned[shard] = holding
         started: list[TargetKey] = []
         try:
             held = self._shards.get(shard)
@@ -135,7 +137,8 @@ class TargetShards:
                     logger.error("sync target %s|%s not started: %r", *key, exc)
             await asyncio.Event().wait()
         finally:
-            self._owned.discard(shard)
+            if self._owned.get(shard) is holding:
+                del self._owned[shard]
             held = self._shards.get(shard)
             for key in {*started, *(held.members if held is not None else ())}:
                 with contextlib.suppress(Exception):

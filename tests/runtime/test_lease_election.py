@@ -76,7 +76,7 @@ async def test_one_leads_and_a_cancelled_leader_hands_over_at_once(tmp_path: Pat
         await asyncio.gather(task_b, return_exceptions=True)
 
 
-async def test_a_holder_that_cannot_renew_stops_before_the_lease_expires(tmp_path: Path) -> None:
+async def test_a_holder_that_cannot_renew_stops_in_time_and_stays_fenced(tmp_path: Path) -> None:
     async with open_registry(tmp_path, registry.Registry.run) as reg:
         a = elector(reg, "a")
         holds: list[fencing.Holding] = []
@@ -101,10 +101,15 @@ async def test_a_holder_that_cannot_renew_stops_before_the_lease_expires(tmp_pat
         assert stopped < TIMING.lease_duration
         assert not holds[0]()
         assert not a.holding()
+        # The thief lets go: won again, in a new term whose fence is not the old one's.
+        found = await lock.get()
+        assert found is not None
+        await lock.update(le.released(found[0], le._utcnow()), found[1])
+        await until(lambda: work.running and len(holds) == 2, timeout=3)
+        assert holds[1]() and not holds[0]()
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
-        # Not ours any more: the thief's record is left alone on cancel.
-        assert (await lease(reg))["spec"]["holderIdentity"] == "thief"
+        assert (await lease(reg))["spec"]["holderIdentity"] == ""
 
 
 async def test_a_second_live_process_with_the_same_identity_is_refused(tmp_path: Path) -> None:
