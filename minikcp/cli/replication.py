@@ -62,19 +62,19 @@ async def join(
     process holds it under the same identity) and follow the others'; the tasks doing so are
     added to `background`, which the server cancels on shutdown. `sharded`: the sharded
     components this replica runs, announced on its lease."""
-    live = leases.LiveReplicas(reg)
+    watch = leases.LeaseWatch(reg)
     replica = leader_election.Replica(
         identity=identity,
         nonce=uuid.uuid4().hex,
         timing=timing,
-        lock=lambda name: leases.RegistryLeaseLock(reg, name),
-        live_replicas=live.count,
+        lock=lambda name: leases.RegistryLeaseLock(reg, name, watch=watch),
+        live_replicas=watch.count,
     )
-    background.append(tasks.create_task(live.run(), name="replica-leases"))
+    background.append(tasks.create_task(watch.run(), name="lease-watch"))
     lease = leases.REPLICA_PREFIX + identity
     announce = {leases.SHARDED_ANNOTATION: ",".join(sorted(sharded))}
     membership = leader_election.LeaderElector(
-        leases.RegistryLeaseLock(reg, lease, annotations=announce),
+        leases.RegistryLeaseLock(reg, lease, annotations=announce, watch=watch),
         identity,
         replica.nonce,
         timing,

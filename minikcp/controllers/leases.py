@@ -126,8 +126,12 @@ class RegistryLeaseLock:
         name: str,
         *,
         annotations: Mapping[str, str] | None = None,
+        watch: LeaseWatch | None = None,
     ) -> None:
         self._annotations = annotations
+        self._watch = watch
+        # What this lock wrote last: newer than the watch until its event arrives.
+        self._written: tuple[leader_election.Record, int] | None = None
         rt = reg.catalog.by_resource(*LEASE)
         assert rt is not None, "coordination.k8s.io/v1 leases are always served"
         self._store = reg.store(rt)
@@ -135,7 +139,14 @@ class RegistryLeaseLock:
         self.description = f"lease {CLUSTER}|{NAMESPACE}/{self.name}"
 
     async def get(self) -> tuple[leader_election.Record, str] | None:
-        found = await self._store.find(_CONTEXT, NAMESPACE, self.name)
+        """From the watch when it is following (no request per retry period), else the store."""
+        if self._watch is not None and self._watch.synced:
+            found = self._watch.leases.get(self.name)
+            written = self._written
+            if written is not None and (found is None or found.revision < written[1]):
+                return written[0], str(written[1])
+        else:
+            found = await self._store.find(_CONTEXT, NAMESPACE, self.name)
         if found is None:
             return None
         return record_of(found), str(found.revision)
@@ -152,6 +163,7 @@ class RegistryLeaseLock:
             if exc.code == 409:
                 raise leader_election.LockConflict(exc.message) from None
             raise
+        self._written = (record, created.revision)
         return str(created.revision)
 
     async def update(self, record: leader_election.Record, version: str) -> str:
@@ -167,6 +179,7 @@ class RegistryLeaseLock:
             if exc.code in (404, 409):
                 raise leader_election.LockConflict(exc.message) from None
             raise
+        self._written = (record, updated.revision)
         return str(updated.revision)
 
     async def delete_released(self, *, timeout: float) -> None:
@@ -188,18 +201,22 @@ class RegistryLeaseLock:
             logger.info("%s not deleted: %s", self.description, exc)
 
 
-class LiveReplicas:
-    """How many replicas hold their own `minikcp-replica-*` lease, seen through a watch.
+class LeaseWatch:
+    """Every lease of the namespace, followed by one in-process watch: the records the locks
+    read, and how many replicas hold their own `minikcp-replica-*` lease.
 
-    A replica counts as live while its lease has a holder and changed less than its duration ago
-    on this process's clock, as leader election judges a holder; watching costs the store no
-    requests per replica beyond the replicas' own renewals. The lease of a replica that died
-    without releasing it (kill -9) is deleted once it has not changed for twice its duration,
-    with a resourceVersion precondition (a replica that comes back simply creates it again).
+    A lock reads its record here rather than from the store every retry period (a stale record
+    only makes its compare-and-swap fail). A replica counts as live while its lease has a holder
+    and changed less than its duration ago on this process's clock, as leader election judges a
+    holder. The lease of a replica that died without releasing it (kill -9) is deleted once it
+    has not changed for twice its duration, with a resourceVersion precondition (a replica that
+    comes back simply creates it again).
     """
 
     def __init__(self, reg: registry_module.Registry) -> None:
         self._registry = reg
+        self.leases: dict[str, StoredObject] = {}
+        self.synced = False  # listed, and the watch from there is open
         # name -> (observed at, duration s, resourceVersion, sharded components it runs)
         self._seen: dict[str, tuple[float, int, str, frozenset[str]]] = {}
 
@@ -241,6 +258,10 @@ class LiveReplicas:
 
     def _observe(self, kind: str, obj: StoredObject) -> None:
         name = obj.metadata.get("name", "")
+        if kind == watching.DELETED:
+            self.leases.pop(name, None)
+        else:
+            self.leases[name] = obj
         if not name.startswith(REPLICA_PREFIX):
             return
         record = record_of(obj)
@@ -264,18 +285,22 @@ class LiveReplicas:
                         _CONTEXT, NAMESPACE, list_options.ListOptions()
                     )
                     self._seen.clear()
+                    self.leases.clear()
                     for item in listing.items:
                         self._observe(watching.ADDED, item)
                     rv = str(listing.revision)
+                    self.synced = True
                     opts = list_options.ListOptions(watch=True, resource_version=rv)
                 async for event in self._registry.watch(rt, _CONTEXT, NAMESPACE, opts):
                     if event.type == watching.ERROR:
                         rv = ""
+                        self.synced = False
                         break
                     if event.object is not None:
                         rv = str(event.object.revision)
                         self._observe(event.type, event.object)
             except errors.StatusError as exc:
                 logger.info("replica leases not watched: %s", exc.message)
+                self.synced = False
                 rv = ""
                 await asyncio.sleep(1.0)
