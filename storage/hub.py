@@ -26,6 +26,9 @@ from storage.interface import Storage
 from storage.types import Event
 
 log = logging.getLogger(__name__)
+# Pauses between attempts to follow the store again after it went away.
+_RESUME_PAUSE = 0.25
+_RESUME_PAUSE_MAX = 2.0
 
 DEFAULT_RING_SIZE = 10_000
 DEFAULT_QUEUE_SIZE = 1000
@@ -265,11 +268,25 @@ class WatchHub:
         """Consume the store's events until cancelled or the store closes."""
         reason = "watch hub stopped"
         self.saw_compacted(await self._store.compacted_revision())
-        events = self._store.events_since(self._revision)
+        events: AsyncIterator[Event] | None = None
+        pause = _RESUME_PAUSE
         try:
-            async for event in events:
-                self._publish(event)
-            reason = "watch hub stopped: the store closed"
+            while True:
+                events = self._store.events_since(self._revision)
+                try:
+                    async for event in events:
+                        self._publish(event)
+                        pause = _RESUME_PAUSE
+                    reason = "watch hub stopped: the store closed"
+                    return
+                except errors.StoreUnavailable as err:
+                    # A store that went away (etcd restarting): resume after the last event
+                    # published; watchers see the events in order once it is back.
+                    log.warning("store events interrupted (%s); resuming in %.1fs", err, pause)
+                    await _aclose(events)
+                    events = None
+                    await asyncio.sleep(pause)
+                    pause = min(pause * 2, _RESUME_PAUSE_MAX)
         except errors.StorageError as err:
             reason = f"watch hub stopped: {err}"
             log.error("%s", reason)

@@ -37,6 +37,8 @@ _QUANTITY_SUFFIXES = frozenset(
     ["", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei", "n", "u", "m", "k", "M", "G", "T", "P", "E"]
 )
 _RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$")
+_RFC3339_MICRO = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}(Z|[+-]\d{2}:\d{2})$")
+_RFC3339_SECONDS = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}")
 _B64_ALPHABET = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
 
 
@@ -190,7 +192,9 @@ def _decode_custom(shape: Shape, value: Any, struct: str, stack: list[str]) -> N
     elif kind == shapes.TIME:
         if not isinstance(value, str):
             raise _type_error(_json_type(value), "string", "", [])
-        if not _RFC3339.match(value):
+        if shape.go_type.endswith("MicroTime"):
+            _decode_micro_time(value)
+        elif not _RFC3339.match(value):
             raise _DecodeError(
                 f'parsing time "{value}" as "2006-01-02T15:04:05Z07:00": '
                 f'cannot parse "{value}" as "2006"'
@@ -201,6 +205,18 @@ def _decode_custom(shape: Shape, value: Any, struct: str, stack: list[str]) -> N
         offset = _base64_error(value)
         if offset is not None:
             raise _DecodeError(f"illegal base64 data at input byte {offset}")
+
+
+def _decode_micro_time(value: str) -> None:
+    """metav1.MicroTime parses RFC3339Micro exactly: six fractional digits, always."""
+    if _RFC3339_MICRO.match(value):
+        return
+    seconds = _RFC3339_SECONDS.match(value)
+    rest, element = (value, "2006") if seconds is None else (value[seconds.end() :], ".000000")
+    raise _DecodeError(
+        f'parsing time "{value}" as "2006-01-02T15:04:05.000000Z07:00": '
+        f'cannot parse "{rest}" as "{element}"'
+    )
 
 
 def decode_error(

@@ -3,13 +3,18 @@
 As kube-controller-manager's `--controllers`: a comma-separated list where `*` is every
 controller on by default, `name` turns one on and `-name` turns one off; the last word about a
 name wins over `*`. Each controller is one long-running task started from the wired registry.
+
+Each row also says how it runs when replicas share one etcd (DESIGN.md, "Components on several
+replicas"): a SINGLETON runs on the one replica holding the controllers' Lease; a SHARDED one
+runs on every replica and divides its work by leases of its own (the syncer: one per shard of
+SyncTargets).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Coroutine, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from minikcp.controllers import (
     api_bindings,
@@ -23,7 +28,8 @@ from minikcp.controllers import garbage_collector as gc_controller
 from minikcp.controllers import namespaces as namespace_controller
 from minikcp.controllers import workspaces as workspace_controller
 from minikcp.registry import pod_streams, registry
-from minikcp.syncer import pod_proxy
+from minikcp.runtime import leader_election
+from minikcp.syncer import pod_proxy, shards
 from minikcp.syncer import syncer as workload_syncer
 from minikcp.syncer import target as sync_target
 from minikcp.tenancy import resolver, workspaces
@@ -41,9 +47,14 @@ class Wiring:
     sync_resources: tuple[str, ...]
     # The syncer adds itself: it serves pods/log, exec, ... of the pods it upsynced.
     pod_connectors: pod_streams.Connectors
+    # This process among the replicas sharing the store; None when the store is its alone.
+    replica: leader_election.Replica | None = None
 
 
 Runner = Callable[[Wiring], Coroutine[Any, Any, None]]
+OnReplicas = Literal["singleton", "sharded"]
+SINGLETON: OnReplicas = "singleton"
+SHARDED: OnReplicas = "sharded"
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +62,7 @@ class Controller:
     name: str
     run: Runner
     help: str
+    on_replicas: OnReplicas = SINGLETON
 
 
 def _workspaces(w: Wiring) -> Coroutine[Any, Any, None]:
@@ -90,7 +102,9 @@ def _api_bindings(w: Wiring) -> Coroutine[Any, Any, None]:
 
 
 def _syncer(w: Wiring) -> Coroutine[Any, Any, None]:
-    syncer = workload_syncer.Syncer(w.registry, w.sync, extra_resources=w.sync_resources)
+    syncer = workload_syncer.Syncer(
+        w.registry, w.sync, extra_resources=w.sync_resources, replica=w.replica
+    )
     w.pod_connectors.add(pod_proxy.UpsyncedPodStreams(syncer))
     return syncer.run()
 
@@ -115,7 +129,12 @@ CONTROLLERS: tuple[Controller, ...] = (
     Controller("resourcequota-controller", _quotas, "ResourceQuota status.hard and status.used"),
     Controller("apiexport-controller", _api_exports, "APIExport identities and endpoint slices"),
     Controller("apibinding-controller", _api_bindings, "APIBindings bound to their exports"),
-    Controller("syncer", _syncer, "workloads pushed to attached SyncTargets, status back"),
+    Controller(
+        shards.COMPONENT,  # "syncer": replicas count each other by it
+        _syncer,
+        "workloads pushed to attached SyncTargets, status back",
+        on_replicas=SHARDED,
+    ),
 )
 
 

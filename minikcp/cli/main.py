@@ -11,6 +11,7 @@ from pathlib import Path
 from minikcp.auth import pki
 from minikcp.cli import attach, components, connection, kubeconfigs, serve, ws
 from minikcp.machinery import request_info
+from minikcp.runtime import leader_election
 from minikcp.server import nonresource
 from minikcp.simulator import simulator as workload_simulator
 from minikcp.syncer import target as sync_target
@@ -145,6 +146,34 @@ def _parser() -> argparse.ArgumentParser:
         help="controllers to run, as kube-controller-manager's flag: '*' all, 'name' one on, "
         f"'-name' one off (default '*'): {components.describe()}",
     )
+    replicas = start.add_argument_group("replicas (several processes on one etcd)")
+    replicas.add_argument(
+        "--replica-identity",
+        default="",
+        help="this process's holderIdentity in the leases (default: host name and a UUID); "
+        "two live replicas with one identity are refused",
+    )
+    replicas.add_argument(
+        "--leader-elect-lease-duration",
+        default=15.0,
+        type=float,
+        metavar="SECONDS",
+        help="how long others wait after a lease's last renewal before taking it",
+    )
+    replicas.add_argument(
+        "--leader-elect-renew-deadline",
+        default=10.0,
+        type=float,
+        metavar="SECONDS",
+        help="a holder that cannot renew within this stops its work (less than the duration)",
+    )
+    replicas.add_argument(
+        "--leader-elect-retry-period",
+        default=2.0,
+        type=float,
+        metavar="SECONDS",
+        help="seconds between attempts to acquire or renew a lease",
+    )
     start.add_argument("-v", "--verbose", action="store_true")
     kc = sub.add_parser("kubeconfig", help="print or write a kubeconfig for a logical cluster")
     kc.add_argument("--root-dir", default=".minikcp", type=Path)
@@ -220,7 +249,17 @@ def main(argv: list[str] | None = None) -> int:
     except components.SelectionError as exc:
         print(f"minikcp: {exc}", file=sys.stderr)
         return 2
+    timing = leader_election.Timing(
+        lease_duration=args.leader_elect_lease_duration,
+        renew_deadline=args.leader_elect_renew_deadline,
+        retry_period=args.leader_elect_retry_period,
+    )
+    if (problem := timing.problem()) is not None:
+        print(f"minikcp: invalid --leader-elect-* durations: {problem}", file=sys.stderr)
+        return 2
     options = serve.ServeOptions(
+        replica_identity=args.replica_identity,
+        leader_election=timing,
         root_dir=args.root_dir,
         controllers=controllers,
         bind_address=args.bind_address,

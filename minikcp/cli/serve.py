@@ -18,10 +18,12 @@ from aiohttp import web
 
 from minikcp.apis import catalog
 from minikcp.auth import authn, pki, service_accounts, tls, token_file
-from minikcp.cli import components, kubeconfigs
+from minikcp.cli import components, kubeconfigs, replication
 from minikcp.machinery import rbac, users
 from minikcp.registry import pod_streams, registry, token_requests
+from minikcp.runtime import leader_election
 from minikcp.server import app as server_app
+from minikcp.simulator import kubelet_streams
 from minikcp.simulator import simulator as workload_simulator
 from minikcp.syncer import target as sync_target
 from minikcp.tenancy import api_bindings as api_binding_admission
@@ -52,6 +54,12 @@ class ServeOptions:
     controllers: tuple[str, ...] = tuple(c.name for c in components.CONTROLLERS)
     # Act as a physical cluster: Deployments get ReplicaSets and Pods (None: no simulation).
     simulate_workloads: workload_simulator.SimulatorOptions | None = None
+    # Replicas on one etcd: this process's holderIdentity ("": host name and a UUID) and
+    # kube-controller-manager's --leader-elect-* durations.
+    replica_identity: str = ""
+    leader_election: leader_election.Timing = dataclasses.field(
+        default_factory=leader_election.Timing
+    )
 
 
 MAX_HEADER_BYTES = 1 << 20
@@ -169,6 +177,17 @@ async def serve(options: ServeOptions) -> None:
             resolver_task = tasks.create_task(resolver.run(), name="cluster-resolver")
             # APIBinding admission: the `bind` verb on the export, conflicts with CRDs.
             api_binding_admission.install(reg, resolver)
+            background = [registry_task, resolver_task]
+            replica = None
+            if not isinstance(store, sqlite.SqliteStorage):  # the file lock: this process only
+                replica = await replication.join(
+                    reg,
+                    options.replica_identity or replication.default_identity(),
+                    options.leader_election,
+                    tasks,
+                    background,
+                    replication.sharded(options.controllers),
+                )
             # Who runs the nodes of pods, for pods/log, exec, attach and portforward.
             pod_connectors = pod_streams.Connectors()
             wiring = components.Wiring(
@@ -179,19 +198,17 @@ async def serve(options: ServeOptions) -> None:
                 options.sync,
                 options.sync_resources,
                 pod_connectors,
+                replica=replica,
             )
-            background = [registry_task, resolver_task]
-            for controller in components.CONTROLLERS:
-                if controller.name in options.controllers:
-                    background.append(
-                        tasks.create_task(controller.run(wiring), name=controller.name)
-                    )
+            background += replication.start_components(
+                tasks, wiring, options.controllers, options.simulate_workloads
+            )
             if options.simulate_workloads is not None:
-                simulator = workload_simulator.WorkloadSimulator(reg, options.simulate_workloads)
-                # After the syncer's: a pod upsynced from a target is bound to the target's
-                # node, whose name a simulated node may share.
-                pod_connectors.add(simulator.kubelets)
-                background.append(tasks.create_task(simulator.run(), name="workload-simulator"))
+                # On every replica, after the syncer's: a pod upsynced from a target is bound to
+                # the target's node, whose name a simulated node may share.
+                pod_connectors.add(
+                    kubelet_streams.SimulatedKubelet(reg, options.simulate_workloads.nodes)
+                )
             application = server_app.build_app(
                 reg,
                 authenticator,
@@ -242,6 +259,8 @@ async def serve(options: ServeOptions) -> None:
                 task.cancel()
     except* StartupError as group:
         raise group.exceptions[0] from None
+    except* leader_election.IdentityTaken as group:
+        raise StartupError(str(group.exceptions[0])) from None
     finally:
         with contextlib.suppress(Exception):
             await store.close()

@@ -16,6 +16,7 @@ from minikcp.registry import (
     admission,
     bound_apis,
     custom_catalogs,
+    fencing,
     keys,
     limit_range_admission,
     namespace_defaults,
@@ -72,6 +73,8 @@ class Registry:
         root_ca: str = "",
     ) -> None:
         self.service_account_tokens = service_account_tokens
+        # Components run under a lease write through the fence (fencing.py); requests never wait.
+        storage = fencing.FencedStorage(storage)
         self.storage = storage
         self.hub = hub
         self.catalog = types or catalog.Catalog.builtin()
@@ -191,6 +194,12 @@ class Registry:
             tasks.create_task(self.quota.quotas.run(self.hub), name="quota-cache")
             tasks.create_task(self.quota.run(), name="quota-admission")
             tasks.create_task(self.bound_apis.run(self.storage, self.hub), name="bound-apis")
+            sync_targets = self.catalog.by_resource(*status_owners.SYNC_TARGET)
+            if sync_targets is not None:
+                tasks.create_task(
+                    self.deployment_status.run(self.storage, self.hub, sync_targets),
+                    name="deployment-status-owners",
+                )
 
     @property
     def service_accounts(self) -> namespace_defaults.NamespaceDefaultStore:

@@ -16,6 +16,7 @@ from typing import Any
 import aiohttp
 import orjson
 
+from minikcp.registry import fencing
 from minikcp.syncer import kubeconfig
 
 logger = logging.getLogger(__name__)
@@ -108,6 +109,9 @@ class DownstreamClient:
             if data is not None:
                 headers["Content-Type"] = content_type
             headers["Accept"] = "application/json"
+            if method != "GET" and not fencing.holding():
+                # The target's lease may be another replica's by now: write nothing.
+                raise Unreachable(f"{method} {path}: the sync target's lease is no longer held")
             try:
                 async with self._sess().request(
                     method,

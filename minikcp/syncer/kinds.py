@@ -24,9 +24,6 @@ class SyncStrategy:
     splits_replicas: ClassVar[bool] = False
     # The upstream status is summarised from the targets' (see `summarise`).
     reports_status: ClassVar[bool] = False
-    # The registry derives this kind's status itself unless told a controller owns it there
-    # (`registry/status_owners.py`): where the syncer places it, the syncer does.
-    takes_over_registry_status: ClassVar[bool] = False
 
     def never_synced(self, obj: Mapping[str, Any]) -> bool:
         """Objects every cluster makes for itself: copying them would fight the downstream."""
@@ -74,7 +71,6 @@ class Services(SyncStrategy):
 class Deployments(SyncStrategy):
     splits_replicas = True
     reports_status = True
-    takes_over_registry_status = True
 
     def shape(self, out: dict[str, Any], target: str, split: Mapping[str, int] | None) -> None:
         if split is not None:

@@ -19,11 +19,11 @@ from typing import Any
 
 from minikcp.apis import catalog
 from minikcp.machinery import errors, list_options
+from minikcp.registry import fencing, watching
 from minikcp.registry import registry as upstream_registry
 from minikcp.registry import store as upstream_store
-from minikcp.registry import watching
 from minikcp.registry.objects import RequestContext, StoredObject
-from minikcp.runtime import supervise
+from minikcp.runtime import leader_election, supervise
 from minikcp.syncer import client as downstream
 from minikcp.syncer import (
     detach,
@@ -31,6 +31,7 @@ from minikcp.syncer import (
     placement,
     reconcile,
     resources,
+    shards,
     translate,
     upsync,
 )
@@ -39,6 +40,12 @@ from minikcp.syncer.target import ItemKey, Settings, TargetWorker
 logger = logging.getLogger(__name__)
 
 SYNC_TARGET = translate.SYNC_TARGET
+
+
+def _unfenced() -> bool:
+    return True
+
+
 CLEANUP_FINALIZER = translate.CLEANUP_FINALIZER
 
 
@@ -59,10 +66,14 @@ class Syncer:
         settings: Settings | None = None,
         *,
         extra_resources: tuple[str, ...] = (),
+        replica: leader_election.Replica | None = None,
     ) -> None:
         self.registry = reg
         # Pods shown upstream for a target are read-only to everybody but the syncer.
         reg.admit("", "Pod", upsync.UpsyncedPods())
+        # Among replicas on one store, the targets this one runs are chosen by leases.
+        self.replica = replica
+        self.shards: shards.TargetShards | None = None
         self.settings = settings or Settings()
         self.extra_resources = extra_resources
         self._running: dict[tuple[str, str], _Running] = {}
@@ -112,6 +123,14 @@ class Syncer:
         try:
             async with asyncio.TaskGroup() as tasks:
                 self._tasks = tasks
+                if self.replica is not None:
+                    self.shards = shards.TargetShards(
+                        self.replica,
+                        tasks,
+                        lambda shard: "synctargets-" + "+".join(shard),
+                        self._reconcile_target,
+                        self._stop,
+                    )
                 tasks.create_task(
                     self._watch_forever(target_rt, self._on_sync_target), name="syncer-targets"
                 )
@@ -178,8 +197,6 @@ class Syncer:
             namespace = meta.get("namespace", "")
             key: ItemKey = (s.name, obj.cluster, namespace, meta.get("name", ""))
             workers = self.workers_for(obj.cluster)
-            if workers and s.strategy.takes_over_registry_status:
-                self._hand_over(obj.cluster, namespace)
             target = self._secret_refs.get((obj.cluster, namespace, meta.get("name", "")))
             if target is not None and kind != watching.DELETED:
                 await self._kubeconfig_changed(target)
@@ -196,11 +213,6 @@ class Syncer:
         )
         if current is not None:
             await self._on_sync_target(watching.MODIFIED, current)
-
-    def _hand_over(self, cluster: str, namespace: str) -> None:
-        """In a logical cluster served by sync targets, Deployment status comes from downstream
-        (a Deployment placed nowhere reports none, as in kcp), never from the registry."""
-        self.registry.deployment_status.hand_over(cluster, namespace)
 
     async def _on_namespace(self, kind: str, obj: StoredObject) -> None:
         meta = obj.metadata
@@ -219,8 +231,6 @@ class Syncer:
         else:
             self._namespace_marks[key] = mark
         if before is None and kind == watching.ADDED:
-            if self.workers_for(obj.cluster):
-                self._hand_over(obj.cluster, key[1])
             return  # a new namespace holds nothing yet
         if before == mark:
             return
@@ -252,14 +262,19 @@ class Syncer:
                 for item in listing.items:
                     namespace = item.metadata.get("namespace", "")
                     key: ItemKey = (name, item.cluster, namespace, item.metadata.get("name", ""))
-                    if s.strategy.takes_over_registry_status:
-                        self._hand_over(item.cluster, namespace)
                     for w in self.workers_for(item.cluster):
                         w.enqueue(key)
 
     # -- sync targets ---------------------------------------------------------------------------
 
     async def _on_sync_target(self, kind: str, obj: StoredObject) -> None:
+        if self.shards is not None:
+            await self.shards.on_event(kind, obj)
+        else:
+            await self._reconcile_target(kind, obj)
+
+    async def _reconcile_target(self, kind: str, obj: StoredObject) -> None:
+        """Start, restart, detach or stop the worker of a target this process runs."""
         key = (obj.cluster, obj.metadata.get("name", ""))
         running = self._running.get(key)
         if kind == watching.DELETED:
@@ -273,10 +288,12 @@ class Syncer:
                 if not detached and self._tasks is not None:
                     # Gone without a detach (its logical cluster was deleted at once): what
                     # was synced there is removed all the same, bounded by the detach timeout.
-                    self._tasks.create_task(
-                        detach.purge(running.worker, self.settings.detach_timeout),
-                        name=f"purge-{key[1]}",
-                    )
+                    # Idempotent deletions of a gone target's leftovers outlive its lease.
+                    with fencing.fenced(_unfenced):
+                        self._tasks.create_task(
+                            detach.purge(running.worker, self.settings.detach_timeout),
+                            name=f"purge-{key[1]}",
+                        )
                 await self.enqueue_all(self.workers_for(key[0]))
             return
         view = obj.view()
@@ -348,8 +365,6 @@ class Syncer:
         # A target that answered before (the last run) keeps its placements from the start, so a
         # restart does not re-split replicas while the first probes are on their way.
         worker.health.reached = bool((view.get("status") or {}).get("lastSyncerHeartbeatTime"))
-        for cluster in serves - {"*"}:
-            self._hand_over(cluster, "default")  # exists in every cluster without an event
         assert self._tasks is not None
         task = self._tasks.create_task(
             supervise.forever(f"sync target {key[1]}", worker.run),

@@ -1,31 +1,56 @@
-"""Who reports workload status: the registry (nothing runs the pods), unless a controller took
-it over."""
+"""Who reports workload status: the registry (nothing runs the pods), unless a controller owns
+it there (the simulator everywhere, or a SyncTarget's worker in the logical clusters it serves,
+read from the stored SyncTargets so that every replica agrees)."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
-from minikcp.registry import objects, registry
+import orjson
+import pytest
+
+from minikcp.registry import objects, registry, status_owners
 from minikcp.registry.status_owners import DeploymentStatusOwners
+from tests.in_process import open_registry, until
 
 
-def test_the_registry_reports_until_a_namespace_is_handed_over() -> None:
+@pytest.mark.parametrize(
+    ("cluster", "spec", "served"),
+    [
+        ("root:org", {}, {"root:org"}),
+        ("root", {"clusters": ["a", "b"]}, {"a", "b"}),
+        ("root", {"clusters": ["*"]}, {"*"}),
+        ("root", {"clusters": []}, {"root"}),
+        ("root", {"clusters": [1, "a"]}, {"a"}),
+    ],
+)
+def test_served_clusters(cluster: str, spec: dict[str, Any], served: set[str]) -> None:
+    value = orjson.dumps({"spec": spec})
+    assert status_owners.served_clusters(cluster, value) == frozenset(served)
+
+
+def test_the_registry_reports_where_no_sync_target_serves() -> None:
     owners = DeploymentStatusOwners()
     assert owners.registry_reports("root", "default")
-    owners.hand_over("root:org", "apps")
+    owners.observe_target("/t/org/east", frozenset({"root:org"}))
+    owners.observe_target("/t/org/west", frozenset({"root:org"}))
     assert not owners.registry_reports("root:org", "apps")
-    # Only that namespace of that logical cluster.
-    assert owners.registry_reports("root:org", "default")
     assert owners.registry_reports("root", "apps")
-    owners.take_back("root:org", "apps")
+    owners.observe_target("/t/org/east", None)
+    assert not owners.registry_reports("root:org", "apps")  # west still serves it
+    owners.observe_target("/t/org/west", None)
     assert owners.registry_reports("root:org", "apps")
-    owners.take_back("root:org", "apps")  # taking back twice is harmless
+    owners.observe_target("/t/any/all", frozenset({"*"}))
+    assert not owners.registry_reports("anything", "default")
+    owners.observe_target("/t/any/all", frozenset({"one"}))  # changed: serves one only
+    assert owners.registry_reports("anything", "default")
 
 
 def test_handing_over_everywhere_wins() -> None:
     owners = DeploymentStatusOwners()
     owners.hand_over_everywhere()
-    owners.take_back("root", "default")
     assert not owners.registry_reports("root", "default")
     assert not owners.registry_reports("any", "where")
 
@@ -44,19 +69,33 @@ def _deployment(name: str, replicas: int) -> dict[str, Any]:
     }
 
 
-async def test_the_deployment_strategy_follows_the_registry_policy(
-    reg: registry.Registry,
+@pytest.fixture
+async def running(tmp_path: Path) -> AsyncIterator[registry.Registry]:
+    async with open_registry(tmp_path, registry.Registry.run) as opened:
+        yield opened
+
+
+async def test_the_deployment_strategy_follows_the_stored_sync_targets(
+    running: registry.Registry,
 ) -> None:
+    reg = running
     rt = reg.catalog.by_resource("apps", "v1", "deployments")
-    assert rt is not None
+    targets = reg.catalog.by_resource(*status_owners.SYNC_TARGET)
+    assert rt is not None and targets is not None
     store = reg.store(rt)
     opts = objects.WriteOptions()
-    reg.deployment_status.hand_over("synced", "default")
-    for cluster in ("synced", "plain"):
-        ctx = objects.RequestContext(cluster)
-        await store.create(ctx, "default", _deployment("web", 3), opts)
     synced = objects.RequestContext("synced")
     plain = objects.RequestContext("plain")
+    target = {
+        "apiVersion": "workload.kcp.io/v1alpha1",
+        "kind": "SyncTarget",
+        "metadata": {"name": "east"},
+        "spec": {"kubeconfigSecretRef": {"namespace": "default", "name": "east"}},
+    }
+    await reg.store(targets).create(synced, "", target, opts)
+    await until(lambda: not reg.deployment_status.registry_reports("synced", "default"))
+    for ctx in (synced, plain):
+        await store.create(ctx, "default", _deployment("web", 3), opts)
     unserved = (await store.get(plain, "default", "web")).view()["status"]
     assert_unserved(unserved, generation=1)
     assert "status" not in (await store.get(synced, "default", "web")).view()
@@ -72,8 +111,9 @@ async def test_the_deployment_strategy_follows_the_registry_policy(
     # A spec change where a controller owns the status leaves the status alone ...
     await store.guaranteed_update(synced, "default", "web", scale(4), opts)
     assert "status" not in (await store.get(synced, "default", "web")).view()
-    # ... and once the registry takes it back, the next spec change reports it unserved again.
-    reg.deployment_status.take_back("synced", "default")
+    # ... and once no target serves the cluster, the next spec change reports it unserved again.
+    await reg.store(targets).delete(synced, "", "east", {}, opts)
+    await until(lambda: reg.deployment_status.registry_reports("synced", "default"))
     await store.guaranteed_update(synced, "default", "web", scale(5), opts)
     assert_unserved((await store.get(synced, "default", "web")).view()["status"], generation=3)
     # Status a controller writes through /status stays until the next spec change.

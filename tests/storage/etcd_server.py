@@ -21,6 +21,59 @@ def _free_port() -> int:
         return port
 
 
+class RestartableEtcd:
+    """An etcd that a test stops (SIGTERM) and starts again on the same ports and data."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self.name = f"test-{directory.name}"
+        self.ports = (_free_port(), _free_port(), _free_port())
+        self.address = f"127.0.0.1:{self.ports[0]}"
+        self.server: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        client, peer, metrics = self.ports
+        with (self.directory / "etcd.log").open("a") as log:
+            self.server = subprocess.Popen(
+                _argv(self.name, self.directory, client, peer, metrics),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+        _wait_ready(self.server, client, self.name)
+
+    def stop(self) -> None:
+        if self.server is not None and self.server.poll() is None:
+            self.server.terminate()
+            self.server.wait(timeout=10)
+
+
+@contextmanager
+def restartable_etcd(directory: Path) -> Iterator[RestartableEtcd]:
+    etcd = RestartableEtcd(directory)
+    etcd.start()
+    try:
+        yield etcd
+    finally:
+        etcd.stop()
+
+
+def _argv(name: str, directory: Path, client: int, peer: int, metrics: int) -> list[str]:
+    assert ETCD is not None
+    return [
+        ETCD,
+        f"--name={name}",
+        f"--data-dir={directory / 'data'}",
+        f"--listen-client-urls=http://127.0.0.1:{client}",
+        f"--advertise-client-urls=http://127.0.0.1:{client}",
+        f"--listen-peer-urls=http://127.0.0.1:{peer}",
+        f"--initial-advertise-peer-urls=http://127.0.0.1:{peer}",
+        f"--initial-cluster={name}=http://127.0.0.1:{peer}",
+        "--initial-cluster-state=new",
+        "--max-request-bytes=4194304",
+        f"--listen-metrics-urls=http://127.0.0.1:{metrics}",
+    ]
+
+
 @contextmanager
 def running_etcd(directory: Path) -> Iterator[str]:
     """Yield the client address host:port of an etcd that is ours and ready."""
