@@ -4,7 +4,9 @@ seconds ahead of the real one).
 A pass reconciles `status.active` with the CronJob's Jobs (finished ones leave it and a success
 sets `lastSuccessfulTime`), starts the Job due now (`cronjob_plans.decide`; Replace deletes the
 running ones first), writes the status, deletes finished Jobs beyond the history limits, and
-comes back at the next activation. Jobs of a CronJob that is gone are deleted (`garbage`).
+comes back at the next activation. Jobs it deletes itself (history, Replace) go with
+`propagationPolicy: Background`, as upstream's, so the garbage collector deletes their pods; what
+a deleted CronJob owned is the collector's.
 """
 
 from __future__ import annotations
@@ -14,9 +16,9 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from minikcp.machinery import cron_schedule, errors
+from minikcp.machinery import cron_schedule, errors, propagation
 from minikcp.registry.objects import RequestContext, StoredObject
-from minikcp.simulator import cronjob_plans, garbage, pod_lifecycle, rollout
+from minikcp.simulator import cronjob_plans, pod_lifecycle, rollout
 from minikcp.simulator.pass_result import Enqueue, PassResult
 from minikcp.simulator.workload_objects import WorkloadObjects
 
@@ -43,13 +45,12 @@ class CronJobController:
     async def sync(self, ctx: RequestContext, namespace: str, name: str, now: float) -> PassResult:
         objects = self._objects
         found = await objects.find("cronjobs", ctx, namespace, name)
-        alive = found is not None and not found.metadata.get("deletionTimestamp")
-        uid = found.metadata.get("uid") if found is not None and alive else None
         result = PassResult()
-        result.writes += await garbage.collect(objects, ctx, namespace, KIND, name, uid, ("jobs",))
-        if found is None or uid is None:
+        # A CronJob being deleted starts nothing; its Jobs are the collector's.
+        if found is None or found.metadata.get("deletionTimestamp"):
             return result
         cj = found.view()
+        uid = cj["metadata"].get("uid")
         try:
             schedule = cron_schedule.parse(cj.get("spec", {}).get("schedule", ""))
         except cron_schedule.CronError as exc:
@@ -82,10 +83,7 @@ class CronJobController:
         if decision.scheduled is not None:
             if decision.replace:
                 for job in running:
-                    await garbage.collect(
-                        objects, ctx, namespace, "Job", job["metadata"]["name"], None, ("pods",)
-                    )
-                    await objects.delete("jobs", ctx, job)
+                    await self._delete_job(ctx, job)
                     jobs.remove(job)
                     result.writes += 1
                 status["active"] = []
@@ -101,15 +99,17 @@ class CronJobController:
             result.writes += 1
         doomed = set(cronjob_plans.history_surplus(cj, jobs))
         for job in [j for j in jobs if j["metadata"]["name"] in doomed]:
-            await garbage.collect(
-                objects, ctx, namespace, "Job", job["metadata"]["name"], None, ("pods",)
-            )
-            await objects.delete("jobs", ctx, job)
+            await self._delete_job(ctx, job)
             result.writes += 1
         upcoming = cronjob_plans.next_activation(cj, schedule, clock)
         if upcoming is not None:
             result.due(upcoming - self._offset)
         return result
+
+    async def _delete_job(self, ctx: RequestContext, job: Mapping[str, Any]) -> None:
+        """deleteJob: in the background, so the garbage collector takes the Job's pods (a Job's
+        own default would orphan them)."""
+        await self._objects.delete("jobs", ctx, job, propagation=propagation.BACKGROUND_POLICY)
 
     async def _start(
         self,

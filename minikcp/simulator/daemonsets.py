@@ -4,7 +4,7 @@ A pass keeps the ControllerRevision of the current template (named `<ds>-<hash>`
 labelled `controller-revision-hash`, renumbered when an old template comes back), takes the
 steps `daemonset_pods.next_steps` gives over the simulated nodes, runs the pods
 (`pod_lifecycle`), drops revisions beyond revisionHistoryLimit and writes the status when it
-changed. Children of a DaemonSet that is gone are deleted (`garbage`).
+changed. What a deleted DaemonSet owned (pods, revisions) is the garbage collector's.
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ from minikcp.machinery import errors
 from minikcp.registry.objects import RequestContext, StoredObject
 from minikcp.simulator import (
     controller_history,
-    garbage,
     pod_lifecycle,
     replica_set_pass,
     rollout,
@@ -27,7 +26,6 @@ from minikcp.simulator.workload_objects import WorkloadObjects
 
 KIND = "DaemonSet"
 _COMPONENT = "daemonset-controller"
-_CHILDREN = ("pods", "controllerrevisions")
 
 
 class DaemonSetController:
@@ -48,13 +46,9 @@ class DaemonSetController:
 
     async def sync(self, ctx: RequestContext, namespace: str, name: str, now: float) -> PassResult:
         found = await self._objects.find("daemonsets", ctx, namespace, name)
-        alive = found is not None and not found.metadata.get("deletionTimestamp")
-        uid = found.metadata.get("uid") if found is not None and alive else None
         result = PassResult()
-        result.writes += await garbage.collect(
-            self._objects, ctx, namespace, KIND, name, uid, _CHILDREN
-        )
-        if found is None or uid is None:
+        # A DaemonSet being deleted is left alone; its children are the collector's.
+        if found is None or found.metadata.get("deletionTimestamp"):
             return result
         await _DaemonSetPass(self._objects, self._options, ctx, found.view(), now, result).run()
         return result
@@ -80,9 +74,13 @@ class _DaemonSetPass:
         self.name: str = ds["metadata"]["name"]
 
     def _owned(self, plural: str) -> list[Mapping[str, Any]]:
+        """Children whose controller is this DaemonSet: one of an earlier DaemonSet of the same
+        name (another uid) is not adopted, and the garbage collector deletes it."""
+        uid = self.ds["metadata"].get("uid")
         return [
             o.view()
             for o in self.objects.owned(plural, self.ctx.cluster, self.namespace, KIND, self.name)
+            if (rollout.controller_of(o.view()) or {}).get("uid") == uid
         ]
 
     async def run(self) -> None:
@@ -168,10 +166,7 @@ class _DaemonSetPass:
     async def _pods_by_node(self) -> dict[str, list[Mapping[str, Any]]]:
         """The DaemonSet's live pods by node; pods that finished terminating are removed."""
         by_node: dict[str, list[Mapping[str, Any]]] = {}
-        uid = self.ds["metadata"].get("uid")
         for pod in self._owned("pods"):
-            if (rollout.controller_of(pod) or {}).get("uid") != uid:
-                continue
             if pod["metadata"].get("deletionTimestamp"):
                 if replica_set_pass.finishes_termination(pod):
                     await self.objects.delete("pods", self.ctx, pod)

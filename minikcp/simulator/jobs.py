@@ -6,7 +6,11 @@ A pass runs the Job's pods (Running and Ready, then Succeeded or Failed after th
 creates or deletes pods as `job_pods.next_steps` says, and writes the status: startTime,
 active/ready/terminating, succeeded/failed (and completedIndexes), and at the end the interim
 and the terminal condition with completionTime. A finished Job with ttlSecondsAfterFinished
-is deleted when that time is up. Pods of a Job that is gone are deleted (`garbage`).
+is deleted when that time is up (in the foreground). Deleting a Job's pods with it is the
+garbage collector's; the Job controller only lets go of them: the tracking finalizer goes from a
+pod whose Job is gone, was replaced, has finished or is being deleted (once the pod is
+terminating), and from a pod with no controller (`release_orphan`), as upstream's orphan-pod
+worker does, so nothing holds a pod the collector deletes or `--cascade=orphan` leaves.
 """
 
 from __future__ import annotations
@@ -14,8 +18,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from minikcp.machinery import propagation
 from minikcp.registry.objects import RequestContext, StoredObject
-from minikcp.simulator import garbage, job_pods, pod_lifecycle, replica_set_pass, rollout
+from minikcp.simulator import job_pods, pod_lifecycle, replica_set_pass, rollout
 from minikcp.simulator.pass_result import Enqueue, PassResult
 from minikcp.simulator.workload_objects import WorkloadObjects
 
@@ -44,19 +49,53 @@ class JobController:
 
     async def sync(self, ctx: RequestContext, namespace: str, name: str, now: float) -> PassResult:
         found = await self._objects.find("jobs", ctx, namespace, name)
-        alive = found is not None and not found.metadata.get("deletionTimestamp")
-        uid = found.metadata.get("uid") if found is not None and alive else None
         result = PassResult()
-        result.writes += await garbage.collect(
-            self._objects, ctx, namespace, KIND, name, uid, ("pods",)
-        )
-        if found is None or uid is None:
+        result.writes += await self._let_go(ctx, namespace, name, found)
+        if found is None or found.metadata.get("deletionTimestamp"):
             return result
         await _JobPass(self._objects, self._options, ctx, found.view(), now, result).run()
         if result.writes:
             # Our writes wake nobody through the informer: tell the CronJob, if any.
             self._enqueue("", found)
         return result
+
+    async def _let_go(
+        self, ctx: RequestContext, namespace: str, name: str, found: StoredObject | None
+    ) -> int:
+        """syncOrphanPod and cleanupPodFinalizers for the pods whose controller reference names
+        this Job: the tracking finalizer goes unless a running Job of that uid still counts the
+        pod; a terminating pod nothing holds any more ends (the kubelet)."""
+        job = found.view() if found is not None else None
+        uid = job["metadata"].get("uid") if job is not None else None
+        deleting = job is not None and bool(job["metadata"].get("deletionTimestamp"))
+        finished = job is not None and job_pods.is_finished_job(job)
+        writes = 0
+        for stored in self._objects.owned("pods", ctx.cluster, namespace, KIND, name):
+            pod = stored.view()
+            ours = (rollout.controller_of(pod) or {}).get("uid") == uid
+            settled = bool(pod["metadata"].get("deletionTimestamp")) or job_pods.is_finished(pod)
+            # A Job being deleted no longer runs its pass, but still lets go of the pods the
+            # collector deletes, as trackJobStatusAndRemoveFinalizers does.
+            if ours and not finished and not (deleting and settled):
+                continue
+            if _tracked(pod):
+                released = await self._objects.update("pods", ctx, pod, _drop_tracking_finalizer)
+                pod = released.view()
+                writes += 1
+            if replica_set_pass.finishes_termination(pod):
+                await self._objects.delete("pods", ctx, pod)
+                writes += 1
+        return writes
+
+
+async def release_orphan(
+    objects: WorkloadObjects, ctx: RequestContext, pod: Mapping[str, Any]
+) -> tuple[Mapping[str, Any], int]:
+    """syncOrphanPod for a pod with no controller (the garbage collector orphaned it): its
+    tracking finalizer goes. Returns the pod as it is now and the writes."""
+    if rollout.controller_of(pod) is not None or not _tracked(pod):
+        return pod, 0
+    return (await objects.update("pods", ctx, pod, _drop_tracking_finalizer)).view(), 1
 
 
 class _JobPass:
@@ -205,7 +244,7 @@ class _JobPass:
 
     async def _release(self, pod: Mapping[str, Any]) -> None:
         """Remove the tracking finalizer: the Job has counted the pod."""
-        if job_pods.TRACKING_FINALIZER not in (pod["metadata"].get("finalizers") or ()):
+        if not _tracked(pod):
             return
         await self.objects.update("pods", self.ctx, pod, _drop_tracking_finalizer)
         self.result.writes += 1
@@ -226,9 +265,15 @@ class _JobPass:
         if self.now < finished + ttl:
             self.result.due(finished + ttl)
             return
-        await self.objects.delete("jobs", self.ctx, self.job)
+        # As ttlafterfinished: in the foreground, so the Job goes after its pods.
+        await self.objects.delete(
+            "jobs", self.ctx, self.job, propagation=propagation.FOREGROUND_POLICY
+        )
         self.result.writes += 1
-        self.result.again = True  # the next pass, finding no Job, deletes its pods
+
+
+def _tracked(pod: Mapping[str, Any]) -> bool:
+    return job_pods.TRACKING_FINALIZER in (pod["metadata"].get("finalizers") or ())
 
 
 def _drop_tracking_finalizer(pod: dict[str, Any]) -> None:

@@ -8,10 +8,13 @@ Recreate and paused Deployments follow the deployment controller's arithmetic, a
 Deployment's status. ReplicaSets of no Deployment get pods too, and pods of no ReplicaSet are
 run. Options (flags, and annotations on a Deployment or its pod template) make pods never
 become Ready (the rollout exceeds its progress deadline) or crash-loop. What a deleted
-Deployment or ReplicaSet owned is left to the garbage collector (controllers/garbage_collector.py),
-as in a real cluster: the simulator sets owner references as upstream's controllers do. The other
-kinds have a controller module each (`Controller` below), on the same queue; the children of
-their gone owners are still deleted by the simulator itself (`garbage`).
+Deployment, ReplicaSet, StatefulSet, DaemonSet, Job or CronJob owned is left to the garbage
+collector (controllers/garbage_collector.py), as in a real cluster: the simulator sets owner
+references as upstream's controllers do, never adopts a child whose controller reference names
+another uid, and deletes only what upstream's controllers delete themselves (surplus pods and
+revisions, a CronJob's surplus and replaced Jobs, Jobs past their TTL). The kinds beyond
+Deployments and ReplicaSets have a controller module each (`Controller` below), on the same
+queue.
 
 Everything happens in-process through the registry (the same create, update and status paths
 as HTTP requests), in every logical cluster: wildcard informers feed a deduplicating queue of
@@ -250,12 +253,13 @@ class WorkloadSimulator:
         found = await self._objects.find_pod(ctx, namespace, name)
         if found is None:
             return 0, False, None
-        pod = found.view()
-        if found.metadata.get("deletionTimestamp"):
+        # An orphaned Job pod: the Job controller lets go of it.
+        pod, released = await jobs.release_orphan(self._objects, ctx, found.view())
+        if pod["metadata"].get("deletionTimestamp"):
             if not replica_set_pass.finishes_termination(pod):
-                return 0, False, None
+                return released, False, None
             await self._objects.delete_pod(ctx, pod)
-            return 1, False, None
+            return released + 1, False, None
         ref = rollout.controller_of(pod)
         if ref is not None and ref.get("kind") in self._controllers:
             return 0, False, None  # its controller's pass runs it
@@ -272,4 +276,4 @@ class WorkloadSimulator:
         outcome = await replica_set_pass.advance_pod(
             self._objects, self._options, ctx, pod, _NO_DEPLOYMENT, now
         )
-        return outcome.writes, False, outcome.next_at
+        return released + outcome.writes, False, outcome.next_at

@@ -137,8 +137,9 @@ def new_pod(
 
 
 def claims_for(sts: Mapping[str, Any], ordinal_: int) -> list[dict[str, Any]]:
-    """getPersistentVolumeClaims: the pod's claims, labelled with the set's selector; owned by
-    the set when its retention policy deletes them with it."""
+    """getPersistentVolumeClaims: the pod's claims, labelled with the set's selector; controlled
+    by the set when its retention policy deletes them with it (updateClaimOwnerRefForSetAndPod:
+    the garbage collector deletes them after the set)."""
     meta = sts["metadata"]
     spec = sts.get("spec", {})
     selector_labels = (spec.get("selector") or {}).get("matchLabels") or {}
@@ -153,9 +154,7 @@ def claims_for(sts: Mapping[str, Any], ordinal_: int) -> list[dict[str, Any]]:
         if template_meta.get("annotations"):
             claim_meta["annotations"] = dict(template_meta["annotations"])
         if retention(sts)[0] == "Delete":
-            ref = rollout.controller_ref(sts)
-            del ref["controller"]
-            claim_meta["ownerReferences"] = [ref]
+            claim_meta["ownerReferences"] = [rollout.controller_ref(sts)]
         out.append(
             {
                 "apiVersion": "v1",
@@ -165,6 +164,23 @@ def claims_for(sts: Mapping[str, Any], ordinal_: int) -> list[dict[str, Any]]:
             }
         )
     return out
+
+
+def condemned_claim_refs(
+    claim: Mapping[str, Any], sts: Mapping[str, Any], pod: Mapping[str, Any]
+) -> list[dict[str, Any]]:
+    """updateClaimOwnerRefForSetAndPod for a pod a scale-down condemns under whenScaled: Delete:
+    references to the set and the pod are scrubbed and the pod becomes the claim's controller,
+    unless another controller holds the claim."""
+    ours = {sts["metadata"].get("uid"), pod["metadata"].get("uid")}
+    refs = [
+        dict(r)
+        for r in claim["metadata"].get("ownerReferences") or ()
+        if isinstance(r, Mapping) and r.get("uid") not in ours
+    ]
+    if any(r.get("controller") for r in refs):
+        return refs
+    return [*refs, rollout.controller_ref({**pod, "apiVersion": "v1", "kind": "Pod"})]
 
 
 def bound_claim_status(claim: Mapping[str, Any]) -> dict[str, Any]:

@@ -4,8 +4,10 @@ A pass finds or creates the ControllerRevision of the current template (the upda
 the current one is the status's, until the rollout completes), takes the steps
 `statefulset_pods.next_steps` gives (claims from the volumeClaimTemplates created and bound
 before a pod), runs the pods (`pod_lifecycle`), drops revisions beyond revisionHistoryLimit and
-writes the status when it changed. Children of a StatefulSet that is gone are deleted
-(`garbage`).
+writes the status when it changed. What a deleted set owned (pods, revisions, and the claims
+`whenDeleted: Delete` puts its controller reference on) is the garbage collector's; under
+`whenScaled: Delete` a condemned pod becomes its claims' controller before it is deleted, so
+they go with it (as `updateClaimOwnerRefForSetAndPod`).
 """
 
 from __future__ import annotations
@@ -18,7 +20,6 @@ from minikcp.machinery import errors
 from minikcp.registry.objects import RequestContext, StoredObject
 from minikcp.simulator import (
     controller_history,
-    garbage,
     pod_lifecycle,
     replica_set_pass,
     rollout,
@@ -31,7 +32,6 @@ KIND = "StatefulSet"
 # Seconds the kubelet takes to stop a deleted pod's containers before the name is free again.
 STOP_CONTAINERS = 0.5
 _COMPONENT = "statefulset-controller"
-_CHILDREN = ("pods", "controllerrevisions")
 
 
 class StatefulSetController:
@@ -43,8 +43,6 @@ class StatefulSetController:
         self._objects = objects
         self._options = options
         self._enqueue = enqueue
-        # Sets deleted whose claims go with them (whenDeleted: Delete), by key: their uid.
-        self._claims_to_delete: dict[tuple[str, str, str], str] = {}
         objects.watch("apps", "statefulsets", owner_kind="", on_change=self._changed)
         objects.writes_to("", "persistentvolumeclaims")
         objects.watch(
@@ -57,13 +55,6 @@ class StatefulSetController:
     def _changed(self, new: StoredObject | None, old: StoredObject | None) -> None:
         obj = new or old
         assert obj is not None
-        if new is None and sts_pods.retention(obj.view())[0] == "Delete":
-            cluster, namespace, name = (
-                obj.cluster,
-                obj.metadata.get("namespace", ""),
-                obj.metadata["name"],
-            )
-            self._claims_to_delete[(cluster, namespace, name)] = obj.metadata.get("uid", "")
         self._enqueue(KIND, obj)
 
     def _revision_changed(self, new: StoredObject | None, old: StoredObject | None) -> None:
@@ -73,30 +64,13 @@ class StatefulSetController:
 
     async def sync(self, ctx: RequestContext, namespace: str, name: str, now: float) -> PassResult:
         found = await self._objects.find("statefulsets", ctx, namespace, name)
-        alive = found is not None and not found.metadata.get("deletionTimestamp")
-        uid = found.metadata.get("uid") if found is not None and alive else None
         result = PassResult()
-        result.writes += await garbage.collect(
-            self._objects, ctx, namespace, KIND, name, uid, _CHILDREN
-        )
-        if found is None or uid is None:
-            gone_uid = self._claims_to_delete.pop((ctx.cluster, namespace, name), None)
-            if found is None and gone_uid:
-                result.writes += await self._delete_claims(ctx, namespace, gone_uid)
+        # A set being deleted is left alone (updateStatefulSet); its children are the collector's.
+        if found is None or found.metadata.get("deletionTimestamp"):
             return result
         sync = _StatefulSetPass(self._objects, self._options, ctx, found.view(), now, result)
         await sync.run()
         return result
-
-    async def _delete_claims(self, ctx: RequestContext, namespace: str, uid: str) -> int:
-        """The garbage collector's part of whenDeleted: Delete: claims the set owned go."""
-        deleted = 0
-        for claim in await self._objects.list_namespace("persistentvolumeclaims", ctx, namespace):
-            refs = claim["metadata"].get("ownerReferences") or ()
-            if any(ref.get("uid") == uid for ref in refs):
-                await self._objects.delete("persistentvolumeclaims", ctx, claim)
-                deleted += 1
-        return deleted
 
 
 class _StatefulSetPass:
@@ -120,9 +94,13 @@ class _StatefulSetPass:
         self.name: str = meta["name"]
 
     def _owned(self, plural: str) -> list[Mapping[str, Any]]:
+        """Children whose controller is this set: one of an earlier set of the same name (another
+        uid) is not adopted, and the garbage collector deletes it."""
+        uid = self.sts["metadata"].get("uid")
         return [
             o.view()
             for o in self.objects.owned(plural, self.ctx.cluster, self.namespace, KIND, self.name)
+            if (rollout.controller_of(o.view()) or {}).get("uid") == uid
         ]
 
     async def run(self) -> None:
@@ -147,11 +125,11 @@ class _StatefulSetPass:
             ordinal = sts_pods.ordinal(self.name, doomed)
             pod = pods.pop(ordinal) if ordinal is not None else None
             if pod is not None:
+                if ordinal is not None and self._condemned(ordinal):
+                    await self._scaled_down_claims(ordinal, pod)
                 await self.objects.delete("pods", self.ctx, pod)
                 self.result.writes += 1
                 await self._event("SuccessfulDelete", f"delete Pod {doomed} in StatefulSet")
-                if ordinal is not None and self._condemned(ordinal):
-                    await self._scaled_down_claims(ordinal)
         for ordinal, revision in steps.create:
             await self._create_claims(ordinal)
             body = sts_pods.new_pod(
@@ -184,17 +162,27 @@ class _StatefulSetPass:
         start = sts_pods.start_ordinal(self.sts)
         return not start <= ordinal < start + rollout.replicas(self.sts)
 
-    async def _scaled_down_claims(self, ordinal: int) -> None:
-        """whenScaled: Delete: the claims of a pod removed by a scale-down go with it."""
+    async def _scaled_down_claims(self, ordinal: int, pod: Mapping[str, Any]) -> None:
+        """whenScaled: Delete: the condemned pod becomes its claims' controller before it is
+        deleted, so the garbage collector deletes them after it."""
         if sts_pods.retention(self.sts)[1] != "Delete":
             return
         for claim in sts_pods.claims_for(self.sts, ordinal):
             found = await self.objects.find(
                 "persistentvolumeclaims", self.ctx, self.namespace, claim["metadata"]["name"]
             )
-            if found is not None:
-                await self.objects.delete("persistentvolumeclaims", self.ctx, found.view())
-                self.result.writes += 1
+            if found is None:
+                continue
+            refs = sts_pods.condemned_claim_refs(found.view(), self.sts, pod)
+            if refs == found.metadata.get("ownerReferences"):
+                continue
+            await self.objects.update(
+                "persistentvolumeclaims",
+                self.ctx,
+                found.view(),
+                functools.partial(_set_owner_references, refs),
+            )
+            self.result.writes += 1
 
     async def _event(self, reason: str, what: str) -> None:
         """recordPodEvent / recordClaimEvent: `<what> <set> successful`."""
@@ -309,6 +297,10 @@ class _StatefulSetPass:
                 self.result.due(self.now + 1.0)
             views.append(outcome.obj)
         return views
+
+
+def _set_owner_references(refs: list[dict[str, Any]], claim: dict[str, Any]) -> None:
+    claim["metadata"]["ownerReferences"] = refs
 
 
 def _bind_volume(volume: str, claim: dict[str, Any]) -> None:

@@ -271,12 +271,16 @@ class WorkloadObjects:
         obj: Mapping[str, Any],
         *,
         grace_period: int | None = None,
+        propagation: str | None = None,
     ) -> None:
-        """Delete this very object (by uid); gone already is fine."""
+        """Delete this very object (by uid); gone already is fine. `propagation` is the
+        propagationPolicy for its dependents (the garbage collector's; none: the kind's default)."""
         store, cache = self._kinds[plural]
         if plural == "pods" and grace_period is None:
             grace_period = 0
-        await self._delete(store, cache, ctx, obj["metadata"], grace_period=grace_period)
+        await self._delete(
+            store, cache, ctx, obj["metadata"], grace_period=grace_period, propagation=propagation
+        )
 
     async def update_deployment_revision(
         self, ctx: RequestContext, deployment: Mapping[str, Any], value: str
@@ -374,11 +378,14 @@ class WorkloadObjects:
         meta: Mapping[str, Any],
         *,
         grace_period: int | None = None,
+        propagation: str | None = None,
     ) -> None:
         key = (ctx.cluster, meta.get("namespace", ""), meta.get("name", ""))
         options: dict[str, Any] = {"preconditions": {"uid": meta.get("uid", "")}}
         if grace_period is not None:
             options["gracePeriodSeconds"] = grace_period
+        if propagation is not None:
+            options["propagationPolicy"] = propagation
         try:
             deleted, _ = await store.delete(ctx, key[1], key[2], options, WriteOptions())
         except errors.StatusError as exc:

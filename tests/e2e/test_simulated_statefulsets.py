@@ -277,7 +277,7 @@ def test_claims_go_with_the_set_and_its_scale_down_when_asked(kubectl: Kubectl) 
     for claim in claims():
         (ref,) = claim["metadata"]["ownerReferences"]
         assert (ref["kind"], ref["uid"], ref["blockOwnerDeletion"]) == ("StatefulSet", uid, True)
-        assert "controller" not in ref
+        assert ref["controller"] is True
     kubectl("scale", "statefulset/temp", "--replicas=1")
     eventually(lambda: [c["metadata"]["name"] for c in claims()] == ["data-temp-0"])
     kubectl("delete", "statefulset", "temp")

@@ -275,7 +275,44 @@ def test_claims_carry_the_selector_and_an_owner_only_when_deleted_with_the_set()
     assert "ownerReferences" not in claims[0]["metadata"]
     the_set["spec"]["persistentVolumeClaimRetentionPolicy"] = {"whenDeleted": "Delete"}
     (ref,) = sts_pods.claims_for(the_set, 1)[0]["metadata"]["ownerReferences"]
-    assert ref["kind"] == "StatefulSet" and "controller" not in ref
+    assert (ref["kind"], ref["controller"], ref["blockOwnerDeletion"]) == (
+        "StatefulSet",
+        True,
+        True,
+    )
+
+
+_SET_REF = {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "web", "uid": "s-1"}
+_POD_REF = {
+    "apiVersion": "v1",
+    "kind": "Pod",
+    "name": "web-2",
+    "uid": "p-2",
+    "controller": True,
+    "blockOwnerDeletion": True,
+}
+_OTHER = {"apiVersion": "v1", "kind": "ConfigMap", "name": "x", "uid": "c-1"}
+
+
+@pytest.mark.parametrize(
+    ("refs", "expected"),
+    [
+        # whenDeleted: Retain: the pod becomes the controller.
+        ([], [_POD_REF]),
+        # whenDeleted: Delete: the set's reference gives way to the pod's.
+        ([{**_SET_REF, "controller": True, "blockOwnerDeletion": True}], [_POD_REF]),
+        # Set already: nothing changes.
+        ([_POD_REF], [_POD_REF]),
+        # Another owner stays beside it.
+        ([_OTHER, _SET_REF], [_OTHER, _POD_REF]),
+        # Another controller holds the claim: ours are scrubbed, none added.
+        ([{**_OTHER, "controller": True}, _SET_REF], [{**_OTHER, "controller": True}]),
+    ],
+)
+def test_condemned_claim_refs(refs: list[dict[str, Any]], expected: list[dict[str, Any]]) -> None:
+    claim = {"metadata": {"name": "data-web-2", "ownerReferences": refs}}
+    condemned = {"metadata": {"name": "web-2", "uid": "p-2"}}
+    assert sts_pods.condemned_claim_refs(claim, sts(), condemned) == expected
 
 
 @pytest.mark.parametrize(
