@@ -1,5 +1,8 @@
 """The ReplicaSet controller and the kubelet for one ReplicaSet, or the kubelet for one pod.
 
+The same pass runs a ReplicationController (upstream's replication manager is the ReplicaSet
+controller over core/v1): only the owner kind of the pods and the status resource differ.
+
 A ReplicaSet gets pods of its template to its size (extra ones go: not ready first, then the
 newest), each pod's status moves along its plan (`pod_lifecycle`), and the ReplicaSet's status
 counts them. Pods of an earlier ReplicaSet of the same name do not count; the garbage
@@ -123,8 +126,11 @@ async def sync_replica_set(
     rs: Mapping[str, Any],
     deployment: Mapping[str, Any],
     now: float,
+    *,
+    resource: str = "replicasets",
 ) -> Outcome:
-    """Pods to the ReplicaSet's size, each pod's status to its plan, then the RS status."""
+    """Pods to the ReplicaSet's size, each pod's status to its plan, then the RS status
+    (`resource`: replicationcontrollers for a ReplicationController)."""
     outcome = Outcome(rs)
     pods = []
     for pod in objects.pods_of(ctx.cluster, rs):
@@ -162,6 +168,6 @@ async def sync_replica_set(
         outcome.due(now + 1.0)
     status = replica_set_status(rs, views, now, failure=failure)
     if status != (rs.get("status") or {}):
-        outcome.obj = (await objects.write_status("replicasets", ctx, rs, status)).view()
+        outcome.obj = (await objects.write_status(resource, ctx, rs, status)).view()
         outcome.writes += 1
     return outcome

@@ -22,7 +22,7 @@ logger = logging.getLogger(__name__)
 _CONTROLLER = WriteOptions(field_manager="kube-controller-manager")
 _KUBELET = WriteOptions(field_manager="kubelet")
 # Controllers whose pods the pod informer indexes (ReplicaSet first: the default of owned_by).
-POD_OWNERS = ("ReplicaSet", "StatefulSet", "DaemonSet", "Job")
+POD_OWNERS = ("ReplicaSet", "ReplicationController", "StatefulSet", "DaemonSet", "Job")
 
 
 class WorkloadObjects:
@@ -141,13 +141,14 @@ class WorkloadObjects:
         return self.rs_informer.owned_by(cluster, namespace, deployment)
 
     def pods_of(self, cluster: str, rs: Mapping[str, Any]) -> list[StoredObject]:
-        """The pods this very ReplicaSet (by uid) controls."""
+        """The pods this very ReplicaSet or ReplicationController (by uid) controls."""
         return [p for p in self._pods_named_after(cluster, rs) if _controlled_by(p, rs)]
 
     def _pods_named_after(self, cluster: str, rs: Mapping[str, Any]) -> list[StoredObject]:
-        """Pods of this ReplicaSet, and of an earlier one of the same name (garbage)."""
+        """Pods of this owner, and of an earlier one of the same name (garbage)."""
         meta = rs["metadata"]
-        return self.pod_informer.owned_by(cluster, meta.get("namespace", ""), meta["name"])
+        kind = rs.get("kind") or POD_OWNERS[0]
+        return self.pod_informer.owned_by(cluster, meta.get("namespace", ""), meta["name"], kind)
 
     def started(self, pod: Mapping[str, Any]) -> float:
         meta = pod.get("metadata", {})
@@ -344,7 +345,7 @@ class WorkloadObjects:
             logger.debug("event %s on %s dropped: %s", reason, meta["name"], exc.message)
 
     async def create_pod(self, ctx: RequestContext, rs: Mapping[str, Any]) -> StoredObject:
-        """A pod of the ReplicaSet's template, on the simulated node."""
+        """A pod of the ReplicaSet's (or ReplicationController's) template, on a simulated node."""
         meta = rs["metadata"]
         template = rs.get("spec", {}).get("template", {})
         template_meta = template.get("metadata") or {}
