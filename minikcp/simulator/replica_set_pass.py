@@ -21,6 +21,9 @@ from minikcp.simulator import pod_lifecycle, rollout
 from minikcp.simulator.workload_objects import WorkloadObjects
 
 REPLICA_FAILURE = "ReplicaFailure"
+# The event source of the ReplicaSet controller (the replication manager names itself
+# "replication-controller").
+COMPONENT = "replicaset-controller"
 # How soon a ReplicaSet whose pods could not be created or deleted tries again.
 RETRY_FAILED = 5.0
 
@@ -128,9 +131,12 @@ async def sync_replica_set(
     now: float,
     *,
     resource: str = "replicasets",
+    component: str = COMPONENT,
 ) -> Outcome:
     """Pods to the ReplicaSet's size, each pod's status to its plan, then the RS status
-    (`resource`: replicationcontrollers for a ReplicationController)."""
+    (`resource` and `component`: the status resource and event source, a
+    ReplicationController's for one). Each pod created or deleted is an event on the owner, as
+    the controllers' pod control records them."""
     outcome = Outcome(rs)
     pods = []
     for pod in objects.pods_of(ctx.cluster, rs):
@@ -147,9 +153,14 @@ async def sync_replica_set(
                 await objects.delete_pod(ctx, pod.view())
                 pods.remove(pod)
                 outcome.writes += 1
+                message = f"Deleted pod: {pod.metadata['name']}"
+                await objects.record_event(ctx, rs, "SuccessfulDelete", message, component)
         for _ in range(want - len(pods)):
-            pods.append(await objects.create_pod(ctx, rs))
+            created = await objects.create_pod(ctx, rs)
+            pods.append(created)
             outcome.writes += 1
+            message = f"Created pod: {created.metadata['name']}"
+            await objects.record_event(ctx, rs, "SuccessfulCreate", message, component)
     except errors.StatusError as exc:
         # As the ReplicaSet controller: say why in a condition, and try again later.
         failure = ("FailedCreate" if len(pods) < want else "FailedDelete", exc.message)

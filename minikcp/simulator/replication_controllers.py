@@ -4,7 +4,9 @@ ReplicationController per pass through `replica_set_pass`.
 
 Pods are `<rc>-<5 random chars>` with the RC as their controller (blockOwnerDeletion); the
 status counts replicas, fullyLabeledReplicas, readyReplicas and availableReplicas and records
-observedGeneration, with a ReplicaFailure condition while pods cannot be created or deleted.
+observedGeneration, with a ReplicaFailure condition while pods cannot be created or deleted;
+each pod created or deleted is a SuccessfulCreate or SuccessfulDelete event from
+`replication-controller`.
 What a deleted ReplicationController owned is the garbage collector's.
 """
 
@@ -17,6 +19,7 @@ from minikcp.simulator.workload_objects import WorkloadObjects
 
 KIND = "ReplicationController"
 _RESOURCE = "replicationcontrollers"
+_COMPONENT = "replication-controller"
 # A ReplicationController's pods follow their own template's plan: no Deployment above them.
 _NO_DEPLOYMENT: dict[str, object] = {}
 
@@ -51,6 +54,7 @@ class ReplicationControllerController:
             _NO_DEPLOYMENT,
             now,
             resource=_RESOURCE,
+            component=_COMPONENT,
         )
         result.writes = outcome.writes
         result.due(outcome.next_at)

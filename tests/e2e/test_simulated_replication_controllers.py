@@ -94,6 +94,20 @@ def test_pods_status_scale_and_cascading_delete(simulated_kubectl: Kubectl) -> N
         what="a replacement pod",
     )
 
+    # The replication manager's events, as `kubectl describe` shows them.
+    described = kubectl("describe", "rc", "web").stdout
+    for pod in pods:
+        assert f"Created pod: {pod['metadata']['name']}" in described, described
+    assert "Deleted pod: web-" in described and "replication-controller" in described
+    events = json.loads(
+        kubectl("get", "events", "--field-selector", "involvedObject.name=web", "-o", "json").stdout
+    )["items"]
+    reasons = {(e["reason"], e["source"]["component"], e["involvedObject"]["kind"]) for e in events}
+    assert reasons == {
+        ("SuccessfulCreate", "replication-controller", "ReplicationController"),
+        ("SuccessfulDelete", "replication-controller", "ReplicationController"),
+    }
+
     kubectl("delete", "rc", "web")
     eventually(lambda: not pods_of(kubectl, "web"), what="the pods collected with their RC")
 
