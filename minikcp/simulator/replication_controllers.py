@@ -12,6 +12,10 @@ What a deleted ReplicationController owned is the garbage collector's.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
+from minikcp.machinery import selectors
 from minikcp.registry.objects import RequestContext, StoredObject
 from minikcp.simulator import pod_lifecycle, replica_set_pass
 from minikcp.simulator.pass_result import Enqueue, PassResult
@@ -19,7 +23,15 @@ from minikcp.simulator.workload_objects import WorkloadObjects
 
 KIND = "ReplicationController"
 _RESOURCE = "replicationcontrollers"
-_COMPONENT = "replication-controller"
+
+
+def _map_selector(rc: Mapping[str, Any]) -> selectors.LabelSelector:
+    """A plain label map, as the replication manager converts it (MatchLabels)."""
+    labels = rc.get("spec", {}).get("selector") or {}
+    return selectors.label_selector_from_dict({"matchLabels": labels})
+
+
+_OWNER = replica_set_pass.PodOwner(_RESOURCE, "replication-controller", _map_selector)
 # A ReplicationController's pods follow their own template's plan: no Deployment above them.
 _NO_DEPLOYMENT: dict[str, object] = {}
 
@@ -53,8 +65,7 @@ class ReplicationControllerController:
             found.view(),
             _NO_DEPLOYMENT,
             now,
-            resource=_RESOURCE,
-            component=_COMPONENT,
+            owner=_OWNER,
         )
         result.writes = outcome.writes
         result.due(outcome.next_at)

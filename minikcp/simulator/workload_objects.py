@@ -53,7 +53,9 @@ class WorkloadObjects:
         self.rs_informer = informer.Informer(
             reg, replica_sets, owner_kind="Deployment", on_change=on_replica_set
         )
-        self.pod_informer = informer.Informer(reg, pods, owner_kind=POD_OWNERS, on_change=on_pod)
+        self.pod_informer = informer.Informer(
+            reg, pods, owner_kind=POD_OWNERS, on_change=on_pod, index_orphans=True
+        )
         # Every kind written here, by resource: its store and informer.
         self._kinds: dict[str, tuple[generic_store.ResourceStore, informer.Informer | None]] = {
             "deployments": (self._deployments, self.deployment_informer),
@@ -143,6 +145,10 @@ class WorkloadObjects:
     def pods_of(self, cluster: str, rs: Mapping[str, Any]) -> list[StoredObject]:
         """The pods this very ReplicaSet or ReplicationController (by uid) controls."""
         return [p for p in self._pods_named_after(cluster, rs) if _controlled_by(p, rs)]
+
+    def orphan_pods(self, cluster: str, namespace: str) -> list[StoredObject]:
+        """Pods of the namespace no controller owns (a controller may adopt them)."""
+        return self.pod_informer.orphans(cluster, namespace)
 
     def _pods_named_after(self, cluster: str, rs: Mapping[str, Any]) -> list[StoredObject]:
         """Pods of this owner, and of an earlier one of the same name (garbage)."""

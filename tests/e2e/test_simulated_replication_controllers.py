@@ -1,6 +1,7 @@
 """ReplicationControllers on a minikcp acting as a physical cluster, driven by real kubectl:
 pods named after the controller and owned by it, status as the replication manager writes it,
-scaling, and `kubectl delete rc` taking the pods with it through the garbage collector."""
+scaling, events, orphans adopted and relabelled pods released, and `kubectl delete rc` taking
+the pods with it through the garbage collector."""
 
 from __future__ import annotations
 
@@ -112,7 +113,7 @@ def test_pods_status_scale_and_cascading_delete(simulated_kubectl: Kubectl) -> N
     eventually(lambda: not pods_of(kubectl, "web"), what="the pods collected with their RC")
 
 
-def test_orphaned_pods_stay(simulated_kubectl: Kubectl) -> None:
+def test_orphans_are_adopted_and_relabelled_pods_released(simulated_kubectl: Kubectl) -> None:
     kubectl = simulated_kubectl
     kubectl("create", "-f", "-", input=replication_controller("keep", 2))
     eventually(lambda: settled(kubectl, "keep", 2), what="two ready pods")
@@ -123,3 +124,29 @@ def test_orphaned_pods_stay(simulated_kubectl: Kubectl) -> None:
     )
     assert len(pods) == 2
     assert kubectl("get", "rc", "-o", "name").stdout.strip() == ""
+    orphans = {p["metadata"]["name"] for p in pods}
+
+    # A new RC whose selector matches adopts them instead of creating pods (ClaimPods).
+    kubectl("create", "-f", "-", input=replication_controller("keep", 2))
+    rc = eventually(lambda: settled(kubectl, "keep", 2), what="the orphans adopted")
+    pods = pods_of(kubectl, "keep")
+    assert {p["metadata"]["name"] for p in pods} == orphans
+    assert {p["metadata"]["ownerReferences"][0]["uid"] for p in pods} == {rc["metadata"]["uid"]}
+
+    # A pod relabelled out of the selector is released and replaced.
+    quarantined = sorted(orphans)[0]
+    kubectl("label", "pod", quarantined, "app=debug", "--overwrite")
+    eventually(
+        lambda: (
+            settled(kubectl, "keep", 2)
+            and quarantined not in {p["metadata"]["name"] for p in pods_of(kubectl, "keep")}
+        ),
+        what="a replacement for the relabelled pod",
+    )
+    eventually(
+        lambda: not kubectl.get("pod", quarantined)["metadata"].get("ownerReferences"),
+        what="the relabelled pod released",
+    )
+    kubectl("delete", "rc", "keep")
+    eventually(lambda: not pods_of(kubectl, "keep"), what="the adopted pods collected")
+    assert kubectl.get("pod", quarantined)["status"]["phase"] == "Running"
