@@ -203,6 +203,32 @@ def test_replication_controllers(api: client.ApiClient) -> None:
     )
 
 
+def test_foreground_deletion_answers_the_object(api: client.ApiClient) -> None:
+    core = client.CoreV1Api(api)
+    rc = client.V1ReplicationController(
+        metadata=client.V1ObjectMeta(name="fg"),
+        spec=client.V1ReplicationControllerSpec(replicas=1, template=_template("fg")),
+    )
+    core.create_namespaced_replication_controller(NAMESPACE, rc)
+    eventually(
+        lambda: core.list_namespaced_pod(NAMESPACE, label_selector="app=fg").items,
+        what="a pod",
+    )
+    # Not deleted yet: the object with its deletion under way, untyped as the OpenAPI says.
+    pending = core.delete_namespaced_replication_controller(
+        "fg", NAMESPACE, propagation_policy="Foreground"
+    )
+    assert isinstance(pending, dict)
+    assert pending["kind"] == "ReplicationController"
+    assert pending["metadata"]["finalizers"] == ["foregroundDeletion"]
+    assert pending["metadata"]["deletionTimestamp"]
+    eventually(
+        lambda: not core.list_namespaced_replication_controller(NAMESPACE).items,
+        what="the RC gone after its pods",
+    )
+    assert not core.list_namespaced_pod(NAMESPACE, label_selector="app=fg").items
+
+
 def test_deployments(api: client.ApiClient) -> None:
     apps = client.AppsV1Api(api)
     deployment = client.V1Deployment(
