@@ -100,6 +100,8 @@ def test_pods_status_scale_and_cascading_delete(simulated_kubectl: Kubectl) -> N
     for pod in pods:
         assert f"Created pod: {pod['metadata']['name']}" in described, described
     assert "Deleted pod: web-" in described and "replication-controller" in described
+    assert "Pods Status:  2 Running / 0 Waiting / 0 Succeeded / 0 Failed" in described
+    assert "Replicas:     2 current / 2 desired" in described
     events = json.loads(
         kubectl("get", "events", "--field-selector", "involvedObject.name=web", "-o", "json").stdout
     )["items"]
