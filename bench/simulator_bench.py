@@ -1,15 +1,16 @@
-"""Workload simulator benchmark: many Deployments (or StatefulSets) rolled out by one
-`--simulate-workloads` process.
+"""Workload simulator benchmark: many Deployments (or StatefulSets, or ReplicationControllers)
+rolled out by one `--simulate-workloads` process.
 
 Creates N workloads (R replicas each) with C concurrent HTTPS clients, then changes every
-workload's image, then deletes them all. Prints, per phase: the p50/p99 time from the request
+workload's image (not for ReplicationControllers, which do not roll out), then deletes them
+all. Prints, per phase: the p50/p99 time from the request
 to the workload being rolled out (as `kubectl rollout status` judges it) minus the configured
 pod delays it must wait for, i.e. what the simulator adds; writes the simulator made per
 workload (watch events on the workloads, their ReplicaSets or ControllerRevisions, and pods);
 and the server's CPU seconds. Clients and server share the machine's cores, so figures vary
 with what else runs.
 Run: python bench/simulator_bench.py [--deployments 1000] [--replicas 2] [--delay 1]
-                                     [--kind statefulsets]
+                                     [--kind statefulsets|replicationcontrollers]
 """
 
 from __future__ import annotations
@@ -63,11 +64,30 @@ def _statefulset_rolled_out(obj: dict[str, Any]) -> bool:
     )
 
 
+def _replication_controller(name: str, replicas: int, image: str) -> dict[str, Any]:
+    body = deployments.manifest(name, replicas, image)
+    body["apiVersion"], body["kind"] = "v1", "ReplicationController"
+    body["spec"]["selector"] = {"app": name}
+    return body
+
+
+def _replicas_ready(obj: dict[str, Any]) -> bool:
+    """All replicas ready, in the status of the current generation."""
+    want = obj.get("spec", {}).get("replicas", 1)
+    status = obj.get("status") or {}
+    return bool(
+        obj["metadata"].get("generation", 0) <= status.get("observedGeneration", 0)
+        and status.get("readyReplicas", 0) >= want
+    )
+
+
 @dataclass(frozen=True)
 class Workload:
     """What the benchmark creates: its kind, what it owns besides pods, how it is judged done,
-    and how many pod delays its creation and its rolling update wait for."""
+    and how many pod delays its creation and its rolling update wait for (None: it does not
+    roll out a new template)."""
 
+    path: str
     plural: str
     kind: str
     child_plural: str
@@ -80,6 +100,7 @@ class Workload:
 
 WORKLOADS = {
     "deployments": Workload(
+        APPS,
         "deployments",
         "Deployment",
         "replicasets",
@@ -91,6 +112,7 @@ WORKLOADS = {
     ),
     # OrderedReady: one pod after another, on creation and in the rolling update.
     "statefulsets": Workload(
+        APPS,
         "statefulsets",
         "StatefulSet",
         "controllerrevisions",
@@ -99,6 +121,18 @@ WORKLOADS = {
         _statefulset_rolled_out,
         lambda replicas: replicas,
         lambda replicas: replicas,
+    ),
+    # The replication manager: pods and nothing else; a new template changes no pod.
+    "replicationcontrollers": Workload(
+        CORE,
+        "replicationcontrollers",
+        "ReplicationController",
+        "",
+        "",
+        _replication_controller,
+        _replicas_ready,
+        lambda replicas: 1,
+        None,
     ),
 }
 
@@ -177,15 +211,14 @@ async def bench(server: server_process.ServerProcess, args: argparse.Namespace) 
     observer = Observer(workload)
     pid = server.process.pid
     async with aiohttp.ClientSession(connector=connector, headers=headers) as session:
-        watches = [
-            asyncio.create_task(observer.watch(session, base, f"{APPS}/{workload.plural}")),
-            asyncio.create_task(observer.watch(session, base, f"{APPS}/{workload.child_plural}")),
-            asyncio.create_task(observer.watch(session, base, f"{CORE}/pods")),
-        ]
-        while observer.watching < 3:
+        paths = [f"{workload.path}/{workload.plural}", f"{CORE}/pods"]
+        if workload.child_plural:
+            paths.append(f"{APPS}/{workload.child_plural}")
+        watches = [asyncio.create_task(observer.watch(session, base, path)) for path in paths]
+        while observer.watching < len(paths):
             await asyncio.sleep(0.05)
 
-        url = f"{base}{APPS}/{workload.plural}"
+        url = f"{base}{workload.path}/{workload.plural}"
 
         async def create(name: str) -> None:
             body = orjson.dumps(workload.manifest(name, args.replicas, "nginx:1.26"))
@@ -209,12 +242,11 @@ async def bench(server: server_process.ServerProcess, args: argparse.Namespace) 
 
         # (label, request, pod delays a rollout waits for, when the phase is over)
         create_delay = args.delay * workload.create_steps(args.replicas)
-        update_delay = args.delay * workload.update_steps(args.replicas)
-        phases = [
-            ("create", create, create_delay, all_rolled_out),
-            ("image change", set_image, update_delay, all_rolled_out),
-            ("delete", delete, 0.0, all_gone),
-        ]
+        phases = [("create", create, create_delay, all_rolled_out)]
+        if workload.update_steps is not None:
+            update_delay = args.delay * workload.update_steps(args.replicas)
+            phases.append(("image change", set_image, update_delay, all_rolled_out))
+        phases.append(("delete", delete, 0.0, all_gone))
         for label, act, delay, done in phases:
             await _phase(label, observer, names, act, args.clients, delay, pid, done)
         for task in watches:

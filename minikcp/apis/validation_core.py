@@ -311,9 +311,26 @@ def _service_ports(ports: list[Any]) -> list[Cause]:
     return causes
 
 
+def _cluster_ips_update(spec: Obj, old_spec: Obj) -> list[Cause]:
+    """validateUpgradeDowngradeClusterIPs: a dual-stack upgrade or downgrade may add or drop
+    the secondary IP; neither IP changes once set (to or from ExternalName aside)."""
+    if "ExternalName" in (spec.get("type"), old_spec.get("type")):
+        return []
+    if spec.get("clusterIP") == "None" and old_spec.get("clusterIP") == "None":
+        return []
+    new_ips, old_ips = _list(spec.get("clusterIPs")), _list(old_spec.get("clusterIPs"))
+    return [
+        vm.invalid(index("spec.clusterIPs", i), new_ips, "may not change once set")
+        for i, (was, now) in enumerate(zip(old_ips, new_ips, strict=False))
+        if was != now
+    ]
+
+
 def validate_service(obj: Obj, old: Obj | None) -> list[Cause]:
     causes = vm.object_meta(obj, namespaced=True, name_check=vm.dns1035_label, old=old)
     spec = _map(obj.get("spec"))
+    if old is not None:
+        causes.extend(_cluster_ips_update(spec, _map(old.get("spec"))))
     service_type = spec.get("type") or ""
     ports = _list(spec.get("ports"))
     headless = spec.get("clusterIP") == "None"

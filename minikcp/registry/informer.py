@@ -49,11 +49,21 @@ def controller_of_kinds(obj: Mapping[str, Any], kinds: tuple[str, ...]) -> tuple
     return None
 
 
+# The index entry of objects without a controller (no kind is empty).
+_ORPHAN = ("", "")
+
+
+def _has_controller(obj: Mapping[str, Any]) -> bool:
+    refs = obj.get("metadata", {}).get("ownerReferences") or ()
+    return any(isinstance(ref, Mapping) and ref.get("controller") for ref in refs)
+
+
 class Informer:
     """One resource's objects in every logical cluster, indexed by controller (kind, name).
 
     `owner_kind` is the controller kind indexed, or several; `owned_by` takes the kind when
-    there are several."""
+    there are several. With `index_orphans`, objects that have no controller at all are indexed
+    too, by namespace (`orphans`), for controllers that adopt them."""
 
     def __init__(
         self,
@@ -63,10 +73,12 @@ class Informer:
         owner_kind: str | tuple[str, ...],
         on_change: ChangeHandler,
         retry_delay: float = 1.0,
+        index_orphans: bool = False,
     ) -> None:
         self._registry = reg
         self._rt = rt
         self._owner_kinds = (owner_kind,) if isinstance(owner_kind, str) else owner_kind
+        self._index_orphans = index_orphans
         self._on_change = on_change
         self._retry_delay = retry_delay
         self._objects: dict[ObjectKey, StoredObject] = {}
@@ -87,6 +99,10 @@ class Informer:
     ) -> list[StoredObject]:
         index_key = (cluster, namespace, kind or self._owner_kinds[0], owner)
         return list(self._by_owner.get(index_key, {}).values())
+
+    def orphans(self, cluster: str, namespace: str) -> list[StoredObject]:
+        """Objects of the namespace with no controller (with `index_orphans`)."""
+        return list(self._by_owner.get((cluster, namespace, *_ORPHAN), {}).values())
 
     @property
     def resource(self) -> str:
@@ -114,6 +130,8 @@ class Informer:
 
     def _put(self, key: ObjectKey, obj: StoredObject) -> None:
         owner = controller_of_kinds(obj.view(), self._owner_kinds)
+        if owner is None and self._index_orphans and not _has_controller(obj.view()):
+            owner = _ORPHAN
         previous = self._owners.get(key)
         if previous is not None and previous != owner:
             self._unindex(key, previous)

@@ -1,23 +1,51 @@
 """The ReplicaSet controller and the kubelet for one ReplicaSet, or the kubelet for one pod.
 
+The same pass runs a ReplicationController (upstream's replication manager is the ReplicaSet
+controller over core/v1): the status resource, the event source and the form of the selector
+differ (`PodOwner`).
+
 A ReplicaSet gets pods of its template to its size (extra ones go: not ready first, then the
 newest), each pod's status moves along its plan (`pod_lifecycle`), and the ReplicaSet's status
-counts them. Pods of an earlier ReplicaSet of the same name do not count; the garbage
-collector removes them.
+counts them. Pods are claimed first: released when the selector no longer matches them,
+adopted when they have no controller and it does. Pods of an earlier ReplicaSet of the same
+name do not count; the garbage collector removes them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import functools
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from minikcp.machinery import errors
+from minikcp.machinery import errors, selectors
 from minikcp.registry.objects import RequestContext, StoredObject
 from minikcp.simulator import pod_lifecycle, rollout
 from minikcp.simulator.workload_objects import WorkloadObjects
 
 REPLICA_FAILURE = "ReplicaFailure"
+# Pods a controller does not adopt: finished, or on their way out (FilterActivePods).
+_INACTIVE_PHASES = ("Succeeded", "Failed")
+
+
+@dataclass(frozen=True, slots=True)
+class PodOwner:
+    """What differs between the ReplicaSet controller and the replication manager: the status
+    resource, the event source, and how the owner's selector reads."""
+
+    resource: str
+    component: str
+    selector: Callable[[Mapping[str, Any]], selectors.LabelSelector]
+
+
+def _label_selector(rs: Mapping[str, Any]) -> selectors.LabelSelector:
+    try:
+        return selectors.label_selector_from_dict(rs.get("spec", {}).get("selector"))
+    except selectors.InvalidLabelSelectorError:
+        return selectors.NOTHING
+
+
+REPLICA_SET = PodOwner("replicasets", "replicaset-controller", _label_selector)
 # How soon a ReplicaSet whose pods could not be created or deleted tries again.
 RETRY_FAILED = 5.0
 
@@ -79,6 +107,59 @@ def replica_set_status(
     return status
 
 
+async def _claim_pods(
+    objects: WorkloadObjects,
+    ctx: RequestContext,
+    rs: Mapping[str, Any],
+    selector: selectors.LabelSelector,
+    outcome: Outcome,
+) -> list[StoredObject]:
+    """ClaimPods (ControllerRefManager): pods it controls that its selector no longer matches
+    are released (the owner reference removed), active orphans it matches are adopted (its
+    controller reference added). The pods it then controls."""
+    claimed: list[StoredObject] = []
+    release = functools.partial(_drop_owner, uid=rs["metadata"].get("uid"))
+    adopt = functools.partial(_add_owner, ref=rollout.controller_ref(rs))
+    for pod in objects.pods_of(ctx.cluster, rs):
+        if selector.matches(pod.metadata.get("labels") or {}):
+            claimed.append(pod)
+            continue
+        await objects.update("pods", ctx, pod.view(), release)
+        outcome.writes += 1
+    for pod in objects.orphan_pods(ctx.cluster, rs["metadata"].get("namespace", "")):
+        view = pod.view()
+        if view["metadata"].get("deletionTimestamp") or not selector.matches(
+            view["metadata"].get("labels") or {}
+        ):
+            continue
+        if (view.get("status") or {}).get("phase") in _INACTIVE_PHASES:
+            continue
+        try:
+            adopted = await objects.update("pods", ctx, view, adopt)
+        except errors.StatusError as exc:
+            if exc.code not in (404, 409):
+                raise
+            continue  # gone meanwhile, or another controller's now
+        claimed.append(adopted)
+        outcome.writes += 1
+    return claimed
+
+
+def _drop_owner(pod: dict[str, Any], uid: str | None) -> None:
+    refs = [r for r in pod["metadata"].get("ownerReferences") or () if r.get("uid") != uid]
+    if refs:
+        pod["metadata"]["ownerReferences"] = refs
+    else:
+        pod["metadata"].pop("ownerReferences", None)
+
+
+def _add_owner(pod: dict[str, Any], ref: dict[str, Any]) -> None:
+    if rollout.controller_of(pod) is not None:
+        # Someone else took it meanwhile: the update refuses (as the apiserver would).
+        raise errors.conflict("pods", pod["metadata"]["name"], "already has a controller")
+    pod["metadata"]["ownerReferences"] = [*(pod["metadata"].get("ownerReferences") or ()), ref]
+
+
 def deletion_order(pods: list[StoredObject]) -> list[StoredObject]:
     """Pods to remove first: not ready ones, then the newest (as the ReplicaSet controller)."""
     newest_first = sorted(
@@ -123,16 +204,22 @@ async def sync_replica_set(
     rs: Mapping[str, Any],
     deployment: Mapping[str, Any],
     now: float,
+    owner: PodOwner = REPLICA_SET,
 ) -> Outcome:
-    """Pods to the ReplicaSet's size, each pod's status to its plan, then the RS status."""
+    """Pods to the ReplicaSet's size, each pod's status to its plan, then the RS status
+    (`owner`: a ReplicationController's resource, events and selector for one). Pods are
+    claimed first; each pod created or deleted is an event on the owner, as the controllers'
+    pod control records them."""
     outcome = Outcome(rs)
     pods = []
-    for pod in objects.pods_of(ctx.cluster, rs):
+    for pod in await _claim_pods(objects, ctx, rs, owner.selector(rs), outcome):
         if not pod.metadata.get("deletionTimestamp"):
             pods.append(pod)
         elif finishes_termination(pod.view()):
             await objects.delete_pod(ctx, pod.view())
             outcome.writes += 1
+    component = owner.component
+    resource = owner.resource
     want = rollout.replicas(rs)
     failure: tuple[str, str] | None = None
     try:
@@ -141,9 +228,14 @@ async def sync_replica_set(
                 await objects.delete_pod(ctx, pod.view())
                 pods.remove(pod)
                 outcome.writes += 1
+                message = f"Deleted pod: {pod.metadata['name']}"
+                await objects.record_event(ctx, rs, "SuccessfulDelete", message, component)
         for _ in range(want - len(pods)):
-            pods.append(await objects.create_pod(ctx, rs))
+            created = await objects.create_pod(ctx, rs)
+            pods.append(created)
             outcome.writes += 1
+            message = f"Created pod: {created.metadata['name']}"
+            await objects.record_event(ctx, rs, "SuccessfulCreate", message, component)
     except errors.StatusError as exc:
         # As the ReplicaSet controller: say why in a condition, and try again later.
         failure = ("FailedCreate" if len(pods) < want else "FailedDelete", exc.message)
@@ -162,6 +254,6 @@ async def sync_replica_set(
         outcome.due(now + 1.0)
     status = replica_set_status(rs, views, now, failure=failure)
     if status != (rs.get("status") or {}):
-        outcome.obj = (await objects.write_status("replicasets", ctx, rs, status)).view()
+        outcome.obj = (await objects.write_status(resource, ctx, rs, status)).view()
         outcome.writes += 1
     return outcome

@@ -1,6 +1,6 @@
-"""The workload simulator: what the deployment, ReplicaSet, StatefulSet, DaemonSet, Job and
-CronJob controllers and the kubelets of a real cluster would do, so one minikcp process can stand
-in for a physical cluster.
+"""The workload simulator: what the deployment, ReplicaSet, replication, StatefulSet, DaemonSet,
+Job and CronJob controllers and the kubelets of a real cluster would do, so one minikcp process
+can stand in for a physical cluster.
 
 A Deployment gets a ReplicaSet per pod template (pod-template-hash, revision, owner reference)
 and the ReplicaSets get Pods that run at once and become Ready after a delay; rolling updates,
@@ -8,13 +8,13 @@ Recreate and paused Deployments follow the deployment controller's arithmetic, a
 Deployment's status. ReplicaSets of no Deployment get pods too, and pods of no ReplicaSet are
 run. Options (flags, and annotations on a Deployment or its pod template) make pods never
 become Ready (the rollout exceeds its progress deadline) or crash-loop. What a deleted
-Deployment, ReplicaSet, StatefulSet, DaemonSet, Job or CronJob owned is left to the garbage
-collector (controllers/garbage_collector.py), as in a real cluster: the simulator sets owner
-references as upstream's controllers do, never adopts a child whose controller reference names
-another uid, and deletes only what upstream's controllers delete themselves (surplus pods and
-revisions, a CronJob's surplus and replaced Jobs, Jobs past their TTL). The kinds beyond
-Deployments and ReplicaSets have a controller module each (`Controller` below), on the same
-queue.
+Deployment, ReplicaSet, ReplicationController, StatefulSet, DaemonSet, Job or CronJob owned is
+left to the garbage collector (controllers/garbage_collector.py), as in a real cluster: the
+simulator sets owner references as upstream's controllers do, never adopts a child whose
+controller reference names another uid, and deletes only what upstream's controllers delete
+themselves (surplus pods and revisions, a CronJob's surplus and replaced Jobs, Jobs past their
+TTL). The kinds beyond Deployments and ReplicaSets have a controller module each
+(`Controller` below), on the same queue.
 
 Everything happens in-process through the registry (the same create, update and status paths
 as HTTP requests), in every logical cluster: wildcard informers feed a deduplicating queue of
@@ -42,6 +42,7 @@ from minikcp.simulator import (
     kubelet_streams,
     node_heartbeats,
     replica_set_pass,
+    replication_controllers,
     rollout,
     statefulsets,
 )
@@ -87,6 +88,9 @@ class WorkloadSimulator:
             node_count=options.nodes,
         )
         controllers: list[Controller] = [
+            replication_controllers.ReplicationControllerController(
+                self._objects, options, self._enqueue
+            ),
             statefulsets.StatefulSetController(self._objects, options, self._enqueue),
             daemonsets.DaemonSetController(self._objects, options, self._enqueue),
             jobs.JobController(self._objects, options, self._enqueue),

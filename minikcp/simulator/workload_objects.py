@@ -22,7 +22,7 @@ logger = logging.getLogger(__name__)
 _CONTROLLER = WriteOptions(field_manager="kube-controller-manager")
 _KUBELET = WriteOptions(field_manager="kubelet")
 # Controllers whose pods the pod informer indexes (ReplicaSet first: the default of owned_by).
-POD_OWNERS = ("ReplicaSet", "StatefulSet", "DaemonSet", "Job")
+POD_OWNERS = ("ReplicaSet", "ReplicationController", "StatefulSet", "DaemonSet", "Job")
 
 
 class WorkloadObjects:
@@ -53,7 +53,9 @@ class WorkloadObjects:
         self.rs_informer = informer.Informer(
             reg, replica_sets, owner_kind="Deployment", on_change=on_replica_set
         )
-        self.pod_informer = informer.Informer(reg, pods, owner_kind=POD_OWNERS, on_change=on_pod)
+        self.pod_informer = informer.Informer(
+            reg, pods, owner_kind=POD_OWNERS, on_change=on_pod, index_orphans=True
+        )
         # Every kind written here, by resource: its store and informer.
         self._kinds: dict[str, tuple[generic_store.ResourceStore, informer.Informer | None]] = {
             "deployments": (self._deployments, self.deployment_informer),
@@ -141,13 +143,18 @@ class WorkloadObjects:
         return self.rs_informer.owned_by(cluster, namespace, deployment)
 
     def pods_of(self, cluster: str, rs: Mapping[str, Any]) -> list[StoredObject]:
-        """The pods this very ReplicaSet (by uid) controls."""
+        """The pods this very ReplicaSet or ReplicationController (by uid) controls."""
         return [p for p in self._pods_named_after(cluster, rs) if _controlled_by(p, rs)]
 
+    def orphan_pods(self, cluster: str, namespace: str) -> list[StoredObject]:
+        """Pods of the namespace no controller owns (a controller may adopt them)."""
+        return self.pod_informer.orphans(cluster, namespace)
+
     def _pods_named_after(self, cluster: str, rs: Mapping[str, Any]) -> list[StoredObject]:
-        """Pods of this ReplicaSet, and of an earlier one of the same name (garbage)."""
+        """Pods of this owner, and of an earlier one of the same name (garbage)."""
         meta = rs["metadata"]
-        return self.pod_informer.owned_by(cluster, meta.get("namespace", ""), meta["name"])
+        kind = rs.get("kind") or POD_OWNERS[0]
+        return self.pod_informer.owned_by(cluster, meta.get("namespace", ""), meta["name"], kind)
 
     def started(self, pod: Mapping[str, Any]) -> float:
         meta = pod.get("metadata", {})
@@ -344,7 +351,7 @@ class WorkloadObjects:
             logger.debug("event %s on %s dropped: %s", reason, meta["name"], exc.message)
 
     async def create_pod(self, ctx: RequestContext, rs: Mapping[str, Any]) -> StoredObject:
-        """A pod of the ReplicaSet's template, on the simulated node."""
+        """A pod of the ReplicaSet's (or ReplicationController's) template, on a simulated node."""
         meta = rs["metadata"]
         template = rs.get("spec", {}).get("template", {})
         template_meta = template.get("metadata") or {}

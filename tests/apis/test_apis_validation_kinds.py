@@ -312,6 +312,41 @@ def test_service(spec: Obj, expected: list[tuple[str, str]]) -> None:
     assert errors_of(rt_of("", "services"), service(**spec)) == expected
 
 
+_ONE = {"clusterIP": "10.96.0.10", "clusterIPs": ["10.96.0.10"]}
+_TWO = {"clusterIP": "10.96.0.10", "clusterIPs": ["10.96.0.10", "fd00::10"]}
+
+
+@pytest.mark.parametrize(
+    ("old_spec", "new_spec", "expected"),
+    [
+        (_ONE, _ONE, []),
+        (_ONE, _TWO, []),  # a dual-stack upgrade adds the secondary IP
+        (_TWO, _ONE, []),  # a downgrade drops it
+        (
+            _ONE,
+            {"clusterIP": "10.96.0.11", "clusterIPs": ["10.96.0.11"]},
+            [
+                (
+                    "spec.clusterIPs[0]",
+                    'Invalid value: []string{"10.96.0.11"}: may not change once set',
+                )
+            ],
+        ),
+        (_ONE, {"type": "ExternalName", "externalName": "example.com"}, []),
+        ({"clusterIP": "None", "clusterIPs": ["None"]}, {"clusterIP": "None"}, []),
+    ],
+)
+def test_service_cluster_ips_update(
+    old_spec: Obj, new_spec: Obj, expected: list[tuple[str, str]]
+) -> None:
+    ports = {"ports": [{"port": 80}]}
+    old = service(**ports, **old_spec)
+    old["metadata"].update(uid="u", resourceVersion="1", creationTimestamp="2024-01-01T00:00:00Z")
+    new = copy.deepcopy(service(**ports, **new_spec))
+    new["metadata"] = dict(old["metadata"])
+    assert errors_of(rt_of("", "services"), new, old) == expected
+
+
 def test_service_name_is_dns1035() -> None:
     obj = edit(service(ports=[{"port": 80}]), lambda o: o["metadata"].update(name="1web"))
     [(field, message)] = errors_of(rt_of("", "services"), obj)

@@ -339,6 +339,10 @@ def test_replica_sets_and_pods_of_no_deployment_run_too(kubectl: Kubectl) -> Non
     assert {owner(p)["uid"] for p in items(kubectl, "pods", "app=alone")} == {rs["metadata"]["uid"]}
     kubectl("scale", "replicaset/alone", "--replicas=1")
     eventually(lambda: len(items(kubectl, "pods", "app=alone")) == 1)
+    # The ReplicaSet controller's pod control records what it did.
+    described = kubectl("describe", "replicaset", "alone").stdout
+    assert described.count("SuccessfulCreate") == 2 and "Deleted pod: alone-" in described
+    assert "replicaset-controller" in described
     # Deleting the ReplicaSet deletes its pods (the garbage collector's job).
     kubectl("delete", "replicaset", "alone")
     eventually(lambda: not items(kubectl, "pods", "app=alone"))

@@ -98,3 +98,50 @@ async def test_several_owner_kinds_are_indexed_apart(reg: registry.Registry) -> 
     assert [o.metadata["name"] for o in named] == ["s"]
     assert cache.owned_by("one", "default", "web", "Job") == []
     assert cache.get(("one", "default", "j")) is not None
+
+
+async def test_orphans_are_indexed_by_namespace_when_asked(reg: registry.Registry) -> None:
+    rt = reg.catalog.by_resource("", "v1", "configmaps")
+    assert rt is not None
+    store = reg.store(rt)
+    ctx, opts = objects.RequestContext("one"), objects.WriteOptions()
+    cache = informer.Informer(
+        reg, rt, owner_kind="Deployment", on_change=lambda new, old: None, index_orphans=True
+    )
+    task = asyncio.create_task(cache.run())
+    try:
+        await asyncio.wait_for(cache.synced.wait(), 5)
+        for name, owner in (("loose", None), ("owned", "web"), ("other", None)):
+            cache.record(await store.create(ctx, "default", _cm(name, owner), opts))
+        foreign = _cm("foreign", None)
+        # Controlled by a kind the informer does not index: not an orphan either.
+        foreign["metadata"]["ownerReferences"] = [
+            {"apiVersion": "v1", "kind": "Thing", "name": "t", "uid": "t", "controller": True}
+        ]
+        cache.record(await store.create(ctx, "default", foreign, opts))
+
+        def orphans() -> set[str]:
+            return {o.metadata["name"] for o in cache.orphans("one", "default")}
+
+        assert orphans() == {"loose", "other"}
+        assert cache.orphans("one", "elsewhere") == []
+        # Adopted: no longer an orphan; released again: back in the index.
+        adopted = await store.guaranteed_update(
+            ctx,
+            "default",
+            "loose",
+            lambda cm: {**(cm or {}), **_cm("loose", "web")},
+            opts,
+        )
+        cache.record(adopted)
+        assert orphans() == {"other"}
+        assert {o.metadata["name"] for o in cache.owned_by("one", "default", "web")} == {
+            "owned",
+            "loose",
+        }
+        deleted, _ = await store.delete(ctx, "default", "other", {}, opts)
+        cache.record_deleted(("one", "default", "other"), deleted.revision)
+        assert orphans() == set()
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)

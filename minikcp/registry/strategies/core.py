@@ -150,9 +150,29 @@ class ServiceStrategy(strategy.Strategy):
     def prepare_for_update(self, obj: dict[str, Any], old: Mapping[str, Any]) -> None:
         super().prepare_for_update(obj, old)
         spec, old_spec = obj.setdefault("spec", {}), old.get("spec", {})
-        for field in ("clusterIP", "clusterIPs"):
-            if field not in spec and field in old_spec:
-                spec[field] = old_spec[field]
+        # patchAllocatedValues: what was allocated stays unless the client says otherwise.
+        if _needs_cluster_ip(spec) and _needs_cluster_ip(old_spec):
+            for field in ("clusterIP", "clusterIPs"):
+                if not spec.get(field) and old_spec.get(field):
+                    spec[field] = old_spec[field]
+        _normalize_cluster_ips(spec, old_spec)
+
+
+def _needs_cluster_ip(spec: Mapping[str, Any]) -> bool:
+    return bool(spec.get("type", "ClusterIP") != "ExternalName")
+
+
+def _normalize_cluster_ips(spec: dict[str, Any], old_spec: Mapping[str, Any]) -> None:
+    """normalizeClusterIPs on update: a client that changed only the singular field (an old
+    client) means the plural one too; validation then judges the change."""
+    old_ip, new_ip = old_spec.get("clusterIP") or "", spec.get("clusterIP") or ""
+    same_plural = (old_spec.get("clusterIPs") or []) == (spec.get("clusterIPs") or [])
+    if old_ip == new_ip or not same_plural:
+        return
+    if old_ip and not new_ip:
+        spec.pop("clusterIPs", None)
+    else:
+        spec["clusterIPs"] = [new_ip]
 
 
 def _hash(text: str) -> int:
