@@ -144,7 +144,10 @@ class Sessions:
         found = await self._secrets.find(_SYSTEM, NAMESPACE, secret_name(SESSION, cookie))
         if found is None:
             return None
-        return credential_user(found.stored_view(), time.time())
+        user = credential_user(found.stored_view(), time.time())
+        if user is None:  # expired: its Secret goes when it is next presented
+            await self.end(cookie)
+        return user
 
     async def end(self, cookie: str) -> None:
         name = secret_name(SESSION, cookie)

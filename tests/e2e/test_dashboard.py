@@ -147,9 +147,14 @@ def test_a_tenant_sees_only_their_workspace(
     )
     assert "other" not in browser.evaluate("document.getElementById('tree').textContent")
     browser.screenshot(tmp_path / "tenant.png")
-    # The only errors are the browser's own lines about the API's 403 answers.
+    # Logging out ends the session: the reloaded page says so.
+    browser.evaluate("document.getElementById('logout').click()")
+    banner = "document.getElementById('banner')"
+    browser.wait_for(f"!{banner}.hidden && {banner}.textContent.startsWith('Not signed in')")
+    # The only errors are the browser's own lines about the API's 403 (and after logout 401)
+    # answers.
     assert [e for e in browser.errors if e.get("source") != "network"] == []
-    assert all("403" in e["text"] for e in browser.errors), browser.errors
+    assert all("403" in e["text"] or "401" in e["text"] for e in browser.errors), browser.errors
 
 
 def _request(

@@ -69,7 +69,7 @@ class Collection {
     try {
       while (!this.abort.signal.aborted) {
         if (!this.version && !(await this.list())) return;
-        await this.watch();
+        if (!(await this.watch())) return;
       }
     } catch (err) {
       if (!this.abort.signal.aborted) {
@@ -89,6 +89,7 @@ class Collection {
       this.error = { status: response.status, message: body.message || response.statusText };
       this.loaded = true;
       this.onChange();
+      if (response.status === 401) sessionEnded();
       return false;
     }
     this.items = new Map(body.items.map((o) => [objectKey(o), o]));
@@ -105,33 +106,43 @@ class Collection {
     try {
       response = await fetch(url, { credentials: "same-origin", signal: this.abort.signal });
     } catch (err) {
-      if (this.abort.signal.aborted) return;
+      if (this.abort.signal.aborted) return false;
       await sleep(1000);
-      return;
+      return true;
+    }
+    if (response.status === 401 || response.status === 403) {
+      // The session ended or the permission went: show it rather than retry.
+      const body = await response.json();
+      this.error = { status: response.status, message: body.message || response.statusText };
+      this.onChange();
+      if (response.status === 401) sessionEnded();
+      return false;
     }
     if (!response.ok) {
       await response.body.cancel();
       if (response.status === 410) this.version = "";
       else await sleep(2000);
-      return;
+      return true;
     }
     const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
     let buffered = "";
     try {
       for (;;) {
         const { value, done } = await reader.read();
-        if (done) return;
+        if (done) return true;
         buffered += value;
         let newline;
         while ((newline = buffered.indexOf("\n")) >= 0) {
           const line = buffered.slice(0, newline).trim();
           buffered = buffered.slice(newline + 1);
-          if (line && !this.apply(JSON.parse(line))) return;
+          if (line && !this.apply(JSON.parse(line))) return true;
         }
       }
     } catch (err) {
-      if (!this.abort.signal.aborted) await sleep(1000);
+      if (this.abort.signal.aborted) return false;
+      await sleep(1000);
     }
+    return true;
   }
 
   apply(event) {
@@ -502,6 +513,11 @@ function replicaSplit(annotation) {
   } catch (_) {
     return annotation;
   }
+}
+
+function sessionEnded() {
+  $("banner").textContent = "The session has ended: run `minikcp dashboard` for a new login link.";
+  $("banner").hidden = false;
 }
 
 async function signIn(params) {
