@@ -49,7 +49,7 @@ class Dashboard:
     async def handle(self, request: web.Request) -> web.StreamResponse:
         sub = request.path[len(PREFIX) :]
         if sub == "":
-            raise web.HTTPFound(PREFIX + "/")
+            return web.Response(status=302, headers={"Location": PREFIX + "/"})
         if request.method == "POST" and sub in ("/login", "/logout"):
             if request.headers.get("Origin") != own_origin(request):
                 raise dashboard_sessions.FOREIGN_ORIGIN

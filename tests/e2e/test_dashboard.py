@@ -17,6 +17,7 @@ import pytest
 from tests.e2e import syncer_env as env
 from tests.e2e.browser import Browser, chromium_binary
 from tests.server_process import ServerProcess, start_server
+from tests.storage import etcd_server
 
 pytestmark = pytest.mark.skipif(chromium_binary() is None, reason="chromium is not installed")
 
@@ -242,3 +243,63 @@ def test_revoke_all_ends_every_session(upstream: ServerProcess) -> None:
         code, _, _ = _request(upstream, "GET", "/dashboard/session", headers)
         assert code == 401
     assert _login(upstream, unused)[0] == 401
+
+
+def test_bad_requests_to_the_dashboard_are_statuses(upstream: ServerProcess) -> None:
+    own = {"Origin": upstream.base_url, "Content-Type": "application/json"}
+    cases: list[tuple[str, str, dict[str, str], Any, int, str]] = [
+        ("GET", "/dashboard/nothing.js", {}, None, 404, "NotFound"),
+        ("PUT", "/dashboard/", {}, None, 405, "MethodNotAllowed"),
+        ("POST", "/dashboard/login", own, {"token": ""}, 400, "BadRequest"),
+        ("POST", "/dashboard/login", own, ["token"], 400, "BadRequest"),
+        ("POST", "/dashboard/login", own, {"token": "x" * 300}, 401, "Unauthorized"),
+        ("POST", "/dashboard/login", own, {"token": "made-up"}, 401, "Unauthorized"),
+        (
+            "POST",
+            "/dashboard/login",
+            {"Content-Type": "application/json"},
+            {"token": "t"},
+            403,
+            "Forbidden",
+        ),
+        ("GET", "/dashboard/session", {}, None, 401, "Unauthorized"),
+    ]
+    for method, path, headers, body, code, reason in cases:
+        got, _, status = _request(upstream, method, path, headers, body)
+        assert (got, status["kind"], status["reason"]) == (code, "Status", reason), (path, body)
+    ctx = ssl.create_default_context(cafile=str(upstream.root / "ca.crt"))
+    with urllib.request.urlopen(upstream.base_url + "/dashboard", context=ctx) as page:
+        assert page.url == upstream.base_url + "/dashboard/"  # redirected
+        assert page.headers["Content-Security-Policy"].startswith("default-src 'none'")
+        assert b'<script src="app.js"' in page.read()
+
+
+@pytest.fixture(scope="module")
+def etcd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    if etcd_server.ETCD is None:
+        pytest.skip("the etcd binary is not installed")
+    with etcd_server.running_etcd(tmp_path_factory.mktemp("etcd")) as address:
+        yield address
+
+
+def test_replicas_on_one_etcd_share_logins_and_sessions(etcd: str, tmp_path: Path) -> None:
+    args = ("--storage", f"etcd://{etcd}")
+    a = start_server(tmp_path / "a", extra_args=args)
+    b = start_server(tmp_path / "b", extra_args=args, credentials_from=a.root)
+    try:
+        token = _token(login_url(a))  # stored through replica a
+        code, headers, _ = _login(b, token)  # exchanged on replica b
+        assert code == 200
+        assert _login(a, token)[0] == 401  # and used up for a as well
+        cookie = headers["Set-Cookie"].split(";", 1)[0]
+        path = "/clusters/root/api/v1/namespaces"
+        for replica in (a, b):
+            page = {"Cookie": cookie, "Origin": replica.base_url}
+            assert _request(replica, "GET", path, page)[0] == 200
+        logout = {"Cookie": cookie, "Origin": a.base_url}
+        assert _request(a, "POST", "/dashboard/logout", logout)[0] == 200
+        code, _, body = _request(b, "GET", path, {"Cookie": cookie, "Origin": b.base_url})
+        assert (code, body["reason"]) == (401, "Unauthorized")  # ended everywhere at once
+    finally:
+        assert b.stop() == 0
+        assert a.stop() == 0
