@@ -30,7 +30,8 @@ NAMESPACE = "minikcp-dashboard"
 KIND_LABEL = "dashboard.minikcp.io/kind"
 LOGIN, SESSION = "login", "session"
 SECRET_TYPE = "dashboard.minikcp.io/credential"
-COOKIE = "minikcp-dashboard"
+# `__Host-`: browsers keep it only from a secure origin, for the whole host, never a domain.
+COOKIE = "__Host-minikcp-dashboard"
 LOGIN_TTL_SECONDS = 120.0
 SESSION_TTL_SECONDS = 8 * 3600.0
 _SYSTEM = RequestContext(cluster=CLUSTER, user=users.SYSTEM)

@@ -105,9 +105,9 @@ def test_sync_target_row_turns_not_ready_when_it_stops(
         browser.wait_for("!!document.querySelector('tr.ready[data-target=east]')")
         synced = "document.querySelector('tr[data-target=east]').textContent"
         browser.wait_for(f"{synced}.includes('deployments.apps')")
-        browser.wait_for(
-            "document.querySelector('[data-section=deployments]').textContent.includes('east')"
-        )
+        deployments = "document.querySelector('[data-section=deployments]').textContent"
+        browser.wait_for(f"{deployments}.includes('east: 1')")  # the syncer's replica split
+        browser.wait_for(f"{deployments}.includes('1/1')")  # status from downstream, watched
         browser.screenshot(tmp_path / "ready.png")
     finally:
         down.stop()
