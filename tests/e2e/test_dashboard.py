@@ -16,6 +16,7 @@ import pytest
 
 from tests.e2e import syncer_env as env
 from tests.e2e.browser import Browser, chromium_binary
+from tests.e2e.crd_manifests import crd
 from tests.server_process import ServerProcess, start_server
 from tests.storage import etcd_server
 
@@ -91,6 +92,32 @@ def test_tree_renders_and_a_new_workspace_appears_without_reload(
     browser.wait_for(f"{phase} === 'Ready'")
     browser.wait_for("document.querySelector('[data-section=namespaces] p').textContent.length")
     browser.screenshot(tmp_path / "tree.png")
+    # Selecting a workspace shows its own APIs, and its events as they happen.
+    upstream.kubectl("apply", "-f", "-", input=crd(), cluster="root:dash-a")
+    browser.evaluate("document.querySelector('#tree a[data-path=\"root:dash-a\"]').click()")
+    browser.wait_for("document.querySelector('#detail h2').textContent === 'root:dash-a'")
+    apis = "document.querySelector('[data-section=apis]').textContent"
+    browser.wait_for(f"{apis}.includes('widgets.example.com')")
+    event = {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"name": "seen-live"},
+        "involvedObject": {"kind": "ConfigMap", "name": "cfg", "namespace": "default"},
+        "reason": "DashboardCheck",
+        "message": "shown without a reload",
+        "type": "Normal",
+    }
+    code, _, body = upstream.request(
+        "POST",
+        "/clusters/root:dash-a/api/v1/namespaces/default/events",
+        json.dumps(event).encode(),
+        headers={"Content-Type": "application/json"},
+    )
+    assert code == 201, body
+    events = "document.querySelector('[data-section=events]').textContent"
+    browser.wait_for(f"{events}.includes('DashboardCheck')")
+    browser.screenshot(tmp_path / "workspace.png")
+    assert browser.evaluate("window.__sameDocument") is True
     assert browser.errors == []
 
 
