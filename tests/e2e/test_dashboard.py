@@ -121,6 +121,25 @@ def test_tree_renders_and_a_new_workspace_appears_without_reload(
     assert browser.errors == []
 
 
+def test_watches_that_end_are_resumed_from_the_last_resource_version(
+    upstream: ServerProcess, browser: Browser
+) -> None:
+    browser.navigate(login_url(upstream) + "&watch-timeout=1")
+    browser.wait_for(workspace_shown("root"))
+    requests = (
+        "performance.getEntriesByType('resource').map((e) => e.name)"
+        ".filter((n) => n.includes('/clusters/*/apis/tenancy.kcp.io'))"
+    )
+    browser.wait_for(f"{requests}.filter((n) => n.includes('watch=true')).length >= 3")
+    create_workspace(upstream, "after-resume")
+    browser.wait_for(workspace_shown("root:after-resume"))
+    made = browser.evaluate(requests)
+    lists = [n for n in made if "watch=true" not in n]
+    assert len(lists) == 1, made  # listed once, then only watches, each from a resourceVersion
+    assert all("resourceVersion=" in n and "timeoutSeconds=1" in n for n in made if n not in lists)
+    assert browser.errors == []
+
+
 def test_sync_target_row_turns_not_ready_when_it_stops(
     upstream: ServerProcess, browser: Browser, cluster: str, tmp_path: Path
 ) -> None:

@@ -10,6 +10,10 @@ const COUNTED = [
   ["services", "api/v1/services"],
   ["secrets", "api/v1/secrets"],
 ];
+// As client-go's reflector: each watch asks to end after 5-10 minutes and is resumed from the
+// last resourceVersion seen (`#watch-timeout=<seconds>` in the URL sets it, e.g. for a proxy
+// that cuts idle streams sooner).
+let watchTimeout = () => 300 + Math.floor(Math.random() * 300);
 const SYNCER_FINALIZER = "workload.kcp.io/syncer-";
 const REPLICA_SPLIT = "workload.minikcp.io/replica-split";
 
@@ -101,7 +105,8 @@ class Collection {
   }
 
   async watch() {
-    const url = `${this.path}?watch=true&allowWatchBookmarks=true&resourceVersion=${this.version}`;
+    const query = `watch=true&allowWatchBookmarks=true&timeoutSeconds=${watchTimeout()}`;
+    const url = `${this.path}?${query}&resourceVersion=${this.version}`;
     let response;
     try {
       response = await fetch(url, { credentials: "same-origin", signal: this.abort.signal });
@@ -540,6 +545,8 @@ async function signIn(params) {
 async function main() {
   const params = new URLSearchParams(location.hash.slice(1));
   const start = params.get("cluster") || "root";
+  const timeout = Number(params.get("watch-timeout"));
+  if (timeout > 0) watchTimeout = () => timeout;
   const session = await signIn(params);
   if (!session) {
     $("banner").textContent =
