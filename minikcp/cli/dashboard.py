@@ -31,9 +31,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def run(args: argparse.Namespace) -> int:
-    start = args.cluster or "root"
-    args.cluster = None
-    api = dataclasses.replace(connection.connect(args), cluster=dashboard_sessions.CLUSTER)
+    connected = connection.connect(args)
+    start = connected.cluster  # where the page opens
+    api = dataclasses.replace(connected, cluster=dashboard_sessions.CLUSTER)
     if args.revoke_all:
         code, body = api.call(
             "DELETE", _SECRETS + f"?labelSelector={dashboard_sessions.KIND_LABEL}"
