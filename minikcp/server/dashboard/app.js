@@ -362,6 +362,7 @@ class Tree {
 class Detail {
   constructor(path) {
     this.path = path;
+    this.stopped = false;
     const base = `/clusters/${path}`;
     const refresh = scheduler(() => this.render());
     this.watched = {
@@ -394,6 +395,7 @@ class Detail {
   }
 
   stop() {
+    this.stopped = true;  // a list still under way must not draw over the next selection
     clearInterval(this.ticker);
     for (const c of Object.values(this.watched)) c.stop();
   }
@@ -407,6 +409,7 @@ class Detail {
   }
 
   render() {
+    if (this.stopped) return;
     const w = this.watched;
     const deploymentCount = w.deployments.error ? "—" : w.deployments.items.size;
     const counts = el(
