@@ -120,11 +120,16 @@ class Browser:
         """Waits until the expression is truthy in the page; its value."""
         deadline = time.monotonic() + timeout
         while True:
-            value = self.evaluate(expression)
+            try:
+                value = self.evaluate(expression)
+            except RuntimeError as exc:  # e.g. the page navigated away while evaluating
+                value, failure = None, exc
+            else:
+                failure = None
             if value:
                 return value
             if time.monotonic() > deadline:
-                raise AssertionError(f"not true within {timeout}s: {expression}")
+                raise AssertionError(f"not true within {timeout}s: {expression}") from failure
             time.sleep(0.1)
 
     def screenshot(self, path: Path) -> Path:
