@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from minikcp.auth import pki
-from minikcp.cli import attach, components, connection, kubeconfigs, serve, ws
+from minikcp.cli import attach, components, connection, dashboard, kubeconfigs, serve, ws
 from minikcp.machinery import request_info
 from minikcp.runtime import leader_election
 from minikcp.server import nonresource
@@ -195,6 +195,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     kc.add_argument("-o", "--output", type=Path, default=None)
     attach.add_parsers(sub)
+    dashboard.add_parser(sub)
     sub.add_parser("version", help="print the version")
     sub.add_parser("ws", help="move between workspaces, as `kubectl ws` (see `minikcp ws -h`)")
     return parser
@@ -225,7 +226,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "version":
         print(f"minikcp 0.1.0 (serving Kubernetes {nonresource.GIT_VERSION})")
         return 0
-    commands = {"kubeconfig": _kubeconfig, "attach": attach.attach, "detach": attach.detach}
+    commands = {
+        "kubeconfig": _kubeconfig,
+        "attach": attach.attach,
+        "detach": attach.detach,
+        "dashboard": dashboard.run,
+    }
     if args.command in commands:
         try:
             return commands[args.command](args)

@@ -9,10 +9,17 @@ from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 
-from minikcp.auth import authn, authorizer, impersonation, maximal_policy, service_accounts
+from minikcp.auth import (
+    authn,
+    authorizer,
+    dashboard_sessions,
+    impersonation,
+    maximal_policy,
+    service_accounts,
+)
 from minikcp.machinery import errors, request_info, users
 from minikcp.registry import pod_streams, registry
-from minikcp.server import encoding, nonresource, resources, virtual_workspaces
+from minikcp.server import dashboard, encoding, nonresource, resources, virtual_workspaces
 
 logger = logging.getLogger(__name__)
 
@@ -84,17 +91,21 @@ def build_app(
     export_workspace = virtual_workspaces.APIExportVirtualWorkspace(
         reg, resource_handler, other_handler
     )
+    sessions = dashboard_sessions.Sessions(reg)
+    dashboard_page = dashboard.Dashboard(sessions)
 
     async def dispatch(request: web.Request) -> web.StreamResponse:
+        if request.path == dashboard.PREFIX or request.path.startswith(dashboard.PREFIX + "/"):
+            return await dashboard_page.handle(request)
         if request.path.startswith(virtual_workspaces.PREFIX):
-            user = await _authenticate(request, authenticator, reg)
+            user = await _authenticate(request, authenticator, reg, sessions)
             if user is authn.ANONYMOUS:
                 raise authn.UNAUTHORIZED
             return await export_workspace.handle(request, user)
         watch = request.query.get("watch", "") in ("true", "1")
         info = request_info.parse(request.method, request.path, watch_param=watch)
         # authenticate -> (resolve the cluster path) -> authorize -> handle
-        user = await _authenticate(request, authenticator, reg)
+        user = await _authenticate(request, authenticator, reg, sessions)
         if user is not authn.ANONYMOUS:  # who may not get further learns nothing of paths
             info = await _logical_cluster(info, user, resolve_cluster)
             if impersonation.requested(request.headers):
@@ -124,7 +135,10 @@ async def _logical_cluster(
 
 
 async def _authenticate(
-    request: web.Request, authenticator: authn.Authenticator, reg: registry.Registry
+    request: web.Request,
+    authenticator: authn.Authenticator,
+    reg: registry.Registry,
+    sessions: dashboard_sessions.Sessions,
 ) -> users.UserInfo:
     peer: bytes | None = None
     transport = request.transport
@@ -132,12 +146,27 @@ async def _authenticate(
         tls = transport.get_extra_info("ssl_object")
         if tls is not None:
             peer = tls.getpeercert(binary_form=True)
+    cookie = request.cookies.get(dashboard_sessions.COOKIE)
+    if cookie and not peer and "Authorization" not in request.headers:
+        return await _session_user(request, cookie, sessions)
     user = authenticator.authenticate(
         authorization=request.headers.get("Authorization"), peer_der=peer
     )
     # A ServiceAccount token is good only while its account is the one it was issued for.
     is_account = service_accounts.is_service_account(user)
     if is_account and not await service_accounts.account_exists(reg, user):
+        raise authn.UNAUTHORIZED
+    return user
+
+
+async def _session_user(
+    request: web.Request, cookie: str, sessions: dashboard_sessions.Sessions
+) -> users.UserInfo:
+    """The dashboard's session cookie: for requests from the dashboard's own page only."""
+    if not dashboard_sessions.origin_allowed(request.headers, dashboard.own_origin(request)):
+        raise dashboard_sessions.FOREIGN_ORIGIN
+    user = await sessions.user(cookie)
+    if user is None:
         raise authn.UNAUTHORIZED
     return user
 
