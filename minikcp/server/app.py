@@ -12,7 +12,7 @@ from aiohttp import web
 from minikcp.auth import authn, authorizer, impersonation, maximal_policy, service_accounts
 from minikcp.machinery import errors, request_info, users
 from minikcp.registry import pod_streams, registry
-from minikcp.server import encoding, nonresource, resources, virtual_workspaces
+from minikcp.server import encoding, nonresource, observe, resources, virtual_workspaces
 
 logger = logging.getLogger(__name__)
 
@@ -72,10 +72,13 @@ def build_app(
     server_timing: bool = False,
     resolve_cluster: ClusterResolve = _as_is,
     pod_connectors: pod_streams.Connectors | None = None,
+    observer: observe.Observer | None = None,
 ) -> web.Application:
-    middlewares = [status_errors]
+    middlewares: list[Callable[..., Awaitable[web.StreamResponse]]] = [status_errors]
     if server_timing:
         middlewares.insert(0, timing_header)
+    if observer is not None:  # outermost: it sees the Status every failure becomes
+        middlewares.insert(0, observer.middleware)
     app = web.Application(
         middlewares=middlewares, client_max_size=encoding.MAX_BODY_BYTES + 64 * 1024
     )
@@ -94,22 +97,42 @@ def build_app(
         watch = request.query.get("watch", "") in ("true", "1")
         info = request_info.parse(request.method, request.path, watch_param=watch)
         # authenticate -> (resolve the cluster path) -> authorize -> handle
-        user = await _authenticate(request, authenticator, reg)
+        user = authenticated = await _authenticate(request, authenticator, reg)
         if user is not authn.ANONYMOUS:  # who may not get further learns nothing of paths
             info = await _logical_cluster(info, user, resolve_cluster)
             if impersonation.requested(request.headers):
                 user = await impersonation.impersonate(
                     reg.policy, info.cluster, user, request.headers
                 )
+        if observer is not None:
+            observer.received(request, info, authenticated, None if user is authenticated else user)
         await _authorize(reg, info, user, request)
         if info.is_resource_request:
+            if observer is not None and _long_running(info, request):
+                with observer.long_running(request, info):
+                    return await resource_handler.handle(request, info, user)
             return await resource_handler.handle(request, info, user)
         if request.method not in ("GET", "HEAD"):
             raise errors.method_not_allowed(request.method, info.path)
+        if info.path == "/metrics" and observer is not None and observer.metrics is not None:
+            return await observe.serve_metrics(observer.metrics)
         return await other_handler.handle(request, info)
 
     app.router.add_route("*", "/{tail:.*}", dispatch)
     return app
+
+
+def _long_running(info: request_info.RequestInfo, request: web.Request) -> bool:
+    """Watches and streams (upstream's LongRunningRequestCheck: watch verbs, and the attach,
+    exec, log, portforward and proxy subresources)."""
+    return (
+        info.verb == "watch"
+        or (info.verb == "get" and request.query.get("watch", "") in ("true", "1"))
+        or info.subresource in _LONG_RUNNING_SUBRESOURCES
+    )
+
+
+_LONG_RUNNING_SUBRESOURCES = frozenset({"attach", "exec", "log", "portforward", "proxy"})
 
 
 async def _logical_cluster(
