@@ -152,6 +152,25 @@ def _observer(options: ServeOptions) -> tuple[observe.Observer | None, audit_log
     return observe.Observer(registry, auditing), log
 
 
+def _hub_metrics(registry: metrics.Metrics, hub: storage_hub.WatchHub) -> None:
+    registry.add_callback(
+        "minikcp_watch_hub_watchers",
+        "Watchers the watch hub fans the store's events out to.",
+        lambda: hub.watcher_stats()[0],
+    )
+    registry.add_callback(
+        "minikcp_watch_hub_lagging_watchers",
+        "Watchers with more than half their event queue pending.",
+        lambda: hub.watcher_stats()[1],
+    )
+    registry.add_callback(
+        "minikcp_watch_hub_cut_off_watchers",
+        "Watchers ended because they fell a whole queue of events behind.",
+        lambda: hub.cut_off_watchers,
+        counter=True,
+    )
+
+
 async def serve(options: ServeOptions) -> None:
     started = time.monotonic()
     ready = asyncio.Event()
@@ -216,6 +235,8 @@ async def serve(options: ServeOptions) -> None:
                 options.sync_resources,
                 pod_connectors,
             )
+            if observer is not None and observer.metrics is not None:
+                _hub_metrics(observer.metrics, hub)
             background = [registry_task, resolver_task]
             for controller in components.CONTROLLERS:
                 if controller.name in options.controllers:

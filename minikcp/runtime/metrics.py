@@ -7,6 +7,9 @@ are cached per label tuple, so recording a request is a dict lookup and two incr
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable, Iterator
+
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
     CollectorRegistry,
@@ -19,6 +22,11 @@ from prometheus_client import (
     disable_created_metrics,
     generate_latest,
 )
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
+from prometheus_client.metrics_core import Metric
+from prometheus_client.registry import Collector
+
+from minikcp.runtime import work_queue
 
 CONTENT_TYPE = CONTENT_TYPE_LATEST
 
@@ -93,6 +101,7 @@ class Metrics:
             ("plugin",),
             registry=registry,
         )
+        registry.register(WorkQueueCollector())
         self._totals: dict[tuple[RequestLabels, str], Counter] = {}
         self._durations: dict[RequestLabels, Histogram] = {}
         self.readonly_inflight = self.inflight.labels("readOnly")
@@ -108,5 +117,83 @@ class Metrics:
             duration = self._durations[labels] = self.request_duration.labels(*labels)
         duration.observe(seconds)
 
+    def add_callback(
+        self, name: str, documentation: str, read: Callable[[], float], *, counter: bool = False
+    ) -> None:
+        """A series read when scraped from what a component already keeps (nothing recorded)."""
+        self.registry.register(_Callback(name, documentation, read, counter))
+
     def exposition(self) -> bytes:
         return generate_latest(self.registry)
+
+
+class _Callback(Collector):
+    def __init__(
+        self, name: str, documentation: str, read: Callable[[], float], counter: bool
+    ) -> None:
+        self._name, self._doc, self._read, self._counter = name, documentation, read, counter
+
+    def collect(self) -> Iterator[Metric]:
+        family = CounterMetricFamily if self._counter else GaugeMetricFamily
+        yield family(self._name, self._doc, value=self._read())
+
+
+_BOUNDS = (*(repr(b) for b in work_queue.DURATION_BUCKETS), "+Inf")
+
+
+class WorkQueueCollector(Collector):
+    """client-go's workqueue_* metrics (util/workqueue/metrics.go) of every open queue, read from
+    the numbers each queue keeps; queues of one name (a syncer's, per target) add up."""
+
+    def collect(self) -> Iterator[Metric]:
+        label = ("name",)
+        depth = GaugeMetricFamily("workqueue_depth", "Current depth of workqueue", labels=label)
+        adds = CounterMetricFamily(
+            "workqueue_adds", "Total number of adds handled by workqueue", labels=label
+        )
+        retries = CounterMetricFamily(
+            "workqueue_retries", "Total number of retries handled by workqueue", labels=label
+        )
+        unfinished = GaugeMetricFamily(
+            "workqueue_unfinished_work_seconds",
+            "How many seconds of work has been done that is in progress and hasn't been observed "
+            "by work_duration. Large values indicate stuck threads.",
+            labels=label,
+        )
+        longest = GaugeMetricFamily(
+            "workqueue_longest_running_processor_seconds",
+            "How many seconds has the longest running processor for workqueue been running.",
+            labels=label,
+        )
+        queue_durations = HistogramMetricFamily(
+            "workqueue_queue_duration_seconds",
+            "How long in seconds an item stays in workqueue before being requested.",
+            labels=label,
+        )
+        work_durations = HistogramMetricFamily(
+            "workqueue_work_duration_seconds",
+            "How long in seconds processing an item from workqueue takes.",
+            labels=label,
+        )
+        by_name: dict[str, list[work_queue.WorkQueue[object]]] = {}
+        for queue in list(work_queue.LIVE):
+            by_name.setdefault(queue.name, []).append(queue)
+        now = time.monotonic()
+        for name, queues in sorted(by_name.items()):
+            depth.add_metric([name], sum(len(q) for q in queues))
+            adds.add_metric([name], sum(q.stats.adds for q in queues))
+            retries.add_metric([name], sum(q.stats.retries for q in queues))
+            running = [now - t for q in queues for t in q.running_since()]
+            unfinished.add_metric([name], sum(running))
+            longest.add_metric([name], max(running, default=0.0))
+            for family, durations in (
+                (queue_durations, [q.stats.queue_durations for q in queues]),
+                (work_durations, [q.stats.work_durations for q in queues]),
+            ):
+                counts = [sum(c) for c in zip(*(d.counts for d in durations), strict=True)]
+                cumulative, buckets = 0, []
+                for bound, count in zip(_BOUNDS, counts, strict=True):
+                    cumulative += count
+                    buckets.append((bound, cumulative))
+                family.add_metric([name], buckets, sum(d.sum for d in durations))
+        yield from (depth, adds, retries, unfinished, longest, queue_durations, work_durations)

@@ -82,7 +82,8 @@ def build_app(
     app = web.Application(
         middlewares=middlewares, client_max_size=encoding.MAX_BODY_BYTES + 64 * 1024
     )
-    resource_handler = resources.ResourceHandler(reg, pod_connectors)
+    watch_events = observer.watch_events if observer is not None else None
+    resource_handler = resources.ResourceHandler(reg, pod_connectors, watch_events)
     other_handler = nonresource.NonResourceHandler(reg, ready=ready)
     export_workspace = virtual_workspaces.APIExportVirtualWorkspace(
         reg, resource_handler, other_handler

@@ -108,6 +108,12 @@ class Observer:
         request[_AUDIT] = pending
         self._stage(pending, "RequestReceived")
 
+    def watch_events(self, group: str, version: str, kind: str) -> Callable[[], None]:
+        """The increment of apiserver_watch_events_total for one watch's kind."""
+        if self.metrics is None:
+            return _nothing
+        return self.metrics.watch_events.labels(group, version, kind).inc
+
     @contextlib.contextmanager
     def long_running(self, request: web.Request, info: request_info.RequestInfo) -> Iterator[None]:
         """A watch or stream: out of the inflight count, in the long-running gauge; its audit
@@ -176,6 +182,10 @@ class Observer:
         if stage in pending.decision.omit_stages:
             return
         self.auditing.emit(audit_events.event(pending, stage, time.time(), **parts))
+
+
+def _nothing() -> None:
+    pass
 
 
 def _json_body(response: web.StreamResponse) -> Any:

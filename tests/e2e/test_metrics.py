@@ -3,7 +3,9 @@ authorized as the non-resource URL /metrics, and no series per logical cluster."
 
 from __future__ import annotations
 
+import os
 import ssl
+import subprocess
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -14,6 +16,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
 
 from tests import server_process
+from tests.e2e.polling import eventually
 from tests.e2e.tenants import stop_cleanly
 from tests.server_process import ServerProcess
 
@@ -38,6 +41,16 @@ EXPECTED = {
     "process_cpu_seconds": ("counter", set()),
     "process_resident_memory_bytes": ("gauge", set()),
     "python_gc_collections": ("counter", {"generation"}),
+    "workqueue_depth": ("gauge", {"name"}),
+    "workqueue_adds": ("counter", {"name"}),
+    "workqueue_retries": ("counter", {"name"}),
+    "workqueue_queue_duration_seconds": ("histogram", {"name", "le"}),
+    "workqueue_work_duration_seconds": ("histogram", {"name", "le"}),
+    "workqueue_unfinished_work_seconds": ("gauge", {"name"}),
+    "workqueue_longest_running_processor_seconds": ("gauge", {"name"}),
+    "minikcp_watch_hub_watchers": ("gauge", set()),
+    "minikcp_watch_hub_lagging_watchers": ("gauge", set()),
+    "minikcp_watch_hub_cut_off_watchers": ("counter", set()),
 }
 
 
@@ -70,11 +83,11 @@ def _scrape(server: ServerProcess) -> dict[str, tuple[str, list[Sample]]]:
     return {f.name: (f.type, f.samples) for f in text_string_to_metric_families(text)}
 
 
-def _value(samples: list[Sample], name: str, **labels: str) -> float:
+def _value(samples: list[Sample], series: str, **labels: str) -> float:
     return sum(
         s.value
         for s in samples
-        if s.name == name and all(s.labels.get(k) == v for k, v in labels.items())
+        if s.name == series and all(s.labels.get(k) == v for k, v in labels.items())
     )
 
 
@@ -118,6 +131,58 @@ def test_counters_and_histograms_move_with_requests(observed: ServerProcess, clu
     )
     assert listed >= 1
     assert _value(after["process_cpu_seconds"][1], "process_cpu_seconds_total") > 0
+
+
+def test_watches_are_long_running_and_count_their_events(
+    observed: ServerProcess, cluster: str
+) -> None:
+    observed.kubectl("create", "configmap", "w0", "-n", "default", cluster=cluster)
+    watch = subprocess.Popen(
+        ["kubectl", "get", "configmaps", "-n", "default", "--watch", "-o", "name"],
+        env={**os.environ, "KUBECONFIG": str(observed.kubeconfig(cluster))},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        started = eventually(
+            lambda: (
+                _scrape(observed)
+                if _value(
+                    _scrape(observed)["apiserver_longrunning_requests"][1],
+                    "apiserver_longrunning_requests",
+                    verb="WATCH",
+                    resource="configmaps",
+                    scope="namespace",
+                )
+                >= 1
+                else None
+            )
+        )
+        events = "apiserver_watch_events_total"
+        before = _value(started["apiserver_watch_events"][1], events, kind="ConfigMap")
+        assert _value(started["minikcp_watch_hub_watchers"][1], "minikcp_watch_hub_watchers") >= 1
+        observed.kubectl("create", "configmap", "w1", "-n", "default", cluster=cluster)
+        eventually(
+            lambda: (
+                _value(_scrape(observed)["apiserver_watch_events"][1], events, kind="ConfigMap")
+                > before
+                or None
+            )
+        )
+    finally:
+        watch.terminate()
+        watch.wait(timeout=10)
+
+
+def test_controller_queues_are_named(observed: ServerProcess, cluster: str) -> None:
+    adds = "workqueue_adds_total"
+    before = _value(_scrape(observed)["workqueue_adds"][1], adds, name="namespace")
+    observed.kubectl("create", "namespace", "queued", cluster=cluster)
+    observed.kubectl("delete", "namespace", "queued", cluster=cluster)
+    after = _scrape(observed)
+    assert _value(after["workqueue_adds"][1], adds, name="namespace") > before
+    names = {s.labels["name"] for s in after["workqueue_depth"][1]}
+    assert {"namespace", "kcp-workspace", "garbage_collector_attempt_to_delete"} <= names
 
 
 def test_no_series_names_a_logical_cluster(observed: ServerProcess, cluster: str) -> None:
