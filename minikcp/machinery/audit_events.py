@@ -12,10 +12,18 @@ from minikcp.machinery import audit_policy
 WORKSPACE_ANNOTATION = "tenancy.kcp.io/workspace"
 
 
+_last_second: list[tuple[int, str]] = [(-1, "")]
+
+
 def timestamp(seconds: float) -> str:
-    """RFC 3339 with microseconds (metav1.MicroTime)."""
-    moment = datetime.datetime.fromtimestamp(seconds, datetime.UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    """RFC 3339 with microseconds (metav1.MicroTime); the whole second is formatted once."""
+    whole, micros = divmod(round(seconds * 1e6), 1_000_000)
+    cached, text = _last_second[0]
+    if cached != whole:
+        moment = datetime.datetime.fromtimestamp(whole, datetime.UTC)
+        text = moment.strftime("%Y-%m-%dT%H:%M:%S")
+        _last_second[0] = (whole, text)
+    return f"{text}.{micros:06d}Z"
 
 
 @dataclass(slots=True)
@@ -33,6 +41,10 @@ class Request:
     object_ref: dict[str, str] | None = None
     impersonated_user: dict[str, Any] | None = None
     annotations: dict[str, str] = field(default_factory=dict)
+    received_at: str = ""  # `received` as the events write it, formatted once
+
+    def __post_init__(self) -> None:
+        self.received_at = timestamp(self.received)
 
 
 def object_ref(
@@ -84,7 +96,7 @@ def event(
         out["requestObject"] = _without_managed_fields(request_object, request.decision)
     if level == "RequestResponse" and response_object is not None:
         out["responseObject"] = _without_managed_fields(response_object, request.decision)
-    out["requestReceivedTimestamp"] = timestamp(request.received)
+    out["requestReceivedTimestamp"] = request.received_at
     out["stageTimestamp"] = timestamp(now)
     if request.annotations:
         out["annotations"] = request.annotations

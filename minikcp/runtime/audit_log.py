@@ -4,6 +4,7 @@ stdout), so writing never holds up a request for disk (plugin/pkg/audit/buffered
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import logging
 import os
@@ -16,6 +17,7 @@ from typing import IO
 logger = logging.getLogger(__name__)
 
 STDOUT = "-"
+BATCH_SECONDS = 0.02
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,7 +33,10 @@ class AuditLog:
         self, settings: Settings, *, on_dropped: Callable[[], None] = lambda: None
     ) -> None:
         self.settings = settings
-        self._queue: asyncio.Queue[bytes] = asyncio.Queue(maxsize=settings.buffer_size)
+        # A deque and an event rather than asyncio.Queue: one wake-up of the writer per batch,
+        # not one per event.
+        self._buffer: collections.deque[bytes] = collections.deque()
+        self._pending = asyncio.Event()
         self._on_dropped = on_dropped
         self._file: IO[bytes] | None = None
         self._size = 0
@@ -48,26 +53,32 @@ class AuditLog:
 
     def write(self, line: bytes) -> bool:
         """Queue one JSON line; a full buffer drops it (and counts it) rather than wait."""
-        try:
-            self._queue.put_nowait(line)
-        except asyncio.QueueFull:
+        if len(self._buffer) >= self.settings.buffer_size:
             self._on_dropped()
             return False
+        self._buffer.append(line)
+        if not self._pending.is_set():
+            self._pending.set()
         return True
 
     async def run(self) -> None:
         try:
             while True:
-                lines = [await self._queue.get()]
-                while not self._queue.empty() and len(lines) < 1000:
-                    lines.append(self._queue.get_nowait())
-                self._write(b"".join(lines))
+                await self._pending.wait()
+                # Let a batch gather: one write for many events, not one per event.
+                await asyncio.sleep(BATCH_SECONDS)
+                self._pending.clear()
+                self._drain()
         finally:
             # Shutdown: what is buffered is written before the file closes.
-            while not self._queue.empty():
-                self._write(self._queue.get_nowait())
+            self._drain()
             if self._file is not None and self.settings.path != STDOUT:
                 self._file.close()
+
+    def _drain(self) -> None:
+        while self._buffer:
+            batch = [self._buffer.popleft() for _ in range(min(len(self._buffer), 1000))]
+            self._write(b"".join(batch))
 
     def _write(self, data: bytes) -> None:
         assert self._file is not None

@@ -7,6 +7,7 @@ are cached per label tuple, so recording a request is a dict lookup and two incr
 
 from __future__ import annotations
 
+import bisect
 import time
 from collections.abc import Callable, Iterator
 
@@ -16,7 +17,6 @@ from prometheus_client import (
     Counter,
     Gauge,
     GCCollector,
-    Histogram,
     PlatformCollector,
     ProcessCollector,
     disable_created_metrics,
@@ -54,28 +54,10 @@ class Metrics:
         ProcessCollector(registry=registry)
         PlatformCollector(registry=registry)
         GCCollector(registry=registry)
-        self.request_total = Counter(
-            "apiserver_request_total",
-            "Counter of apiserver requests broken out for each verb, dry run value, group, "
-            "version, resource, scope, component, and HTTP response code.",
-            (*_REQUEST_LABELS, "code"),
-            registry=registry,
-        )
-        self.request_duration = Histogram(
-            "apiserver_request_duration_seconds",
-            "Response latency distribution in seconds for each verb, dry run value, group, "
-            "version, resource, subresource, scope and component.",
-            _REQUEST_LABELS,
-            buckets=REQUEST_DURATION_BUCKETS,
-            registry=registry,
-        )
-        self.inflight = Gauge(
-            "apiserver_current_inflight_requests",
-            "Maximal number of currently used inflight request limit of this apiserver per "
-            "request kind in last second.",
-            ("request_kind",),
-            registry=registry,
-        )
+        # The hot path's series are plain numbers (one event loop: no locks), exported on scrape.
+        self._series: dict[RequestLabels, _RequestSeries] = {}
+        self.inflight = [0, 0]  # readOnly, mutating
+        registry.register(_RequestCollector(self))
         self.longrunning = Gauge(
             "apiserver_longrunning_requests",
             "Gauge of all active long-running apiserver requests broken out by verb, group, "
@@ -102,20 +84,15 @@ class Metrics:
             registry=registry,
         )
         registry.register(WorkQueueCollector())
-        self._totals: dict[tuple[RequestLabels, str], Counter] = {}
-        self._durations: dict[RequestLabels, Histogram] = {}
-        self.readonly_inflight = self.inflight.labels("readOnly")
-        self.mutating_inflight = self.inflight.labels("mutating")
 
     def observe_request(self, labels: RequestLabels, code: str, seconds: float) -> None:
-        total = self._totals.get((labels, code))
-        if total is None:
-            total = self._totals[(labels, code)] = self.request_total.labels(*labels, code)
-        total.inc()
-        duration = self._durations.get(labels)
-        if duration is None:
-            duration = self._durations[labels] = self.request_duration.labels(*labels)
-        duration.observe(seconds)
+        series = self._series.get(labels)
+        if series is None:
+            series = self._series[labels] = _RequestSeries()
+        codes = series.codes
+        codes[code] = codes.get(code, 0) + 1
+        series.buckets[bisect.bisect_left(REQUEST_DURATION_BUCKETS, seconds)] += 1
+        series.sum += seconds
 
     def add_callback(
         self, name: str, documentation: str, read: Callable[[], float], *, counter: bool = False
@@ -125,6 +102,58 @@ class Metrics:
 
     def exposition(self) -> bytes:
         return generate_latest(self.registry)
+
+
+class _RequestSeries:
+    __slots__ = ("buckets", "codes", "sum")
+
+    def __init__(self) -> None:
+        self.codes: dict[str, int] = {}
+        self.buckets = [0] * (len(REQUEST_DURATION_BUCKETS) + 1)
+        self.sum = 0.0
+
+
+_REQUEST_BOUNDS = (*(repr(b) for b in REQUEST_DURATION_BUCKETS), "+Inf")
+
+
+class _RequestCollector(Collector):
+    """apiserver_request_total, apiserver_request_duration_seconds and
+    apiserver_current_inflight_requests from the numbers Metrics keeps."""
+
+    def __init__(self, metrics: Metrics) -> None:
+        self._metrics = metrics
+
+    def collect(self) -> Iterator[Metric]:
+        total = CounterMetricFamily(
+            "apiserver_request",
+            "Counter of apiserver requests broken out for each verb, dry run value, group, "
+            "version, resource, scope, component, and HTTP response code.",
+            labels=(*_REQUEST_LABELS, "code"),
+        )
+        duration = HistogramMetricFamily(
+            "apiserver_request_duration_seconds",
+            "Response latency distribution in seconds for each verb, dry run value, group, "
+            "version, resource, subresource, scope and component.",
+            labels=_REQUEST_LABELS,
+        )
+        for labels, series in list(self._metrics._series.items()):
+            for code, count in series.codes.items():
+                total.add_metric([*labels, code], count)
+            cumulative, buckets = 0, []
+            for bound, count in zip(_REQUEST_BOUNDS, series.buckets, strict=True):
+                cumulative += count
+                buckets.append((bound, cumulative))
+            duration.add_metric(list(labels), buckets, series.sum)
+        inflight = GaugeMetricFamily(
+            "apiserver_current_inflight_requests",
+            "Maximal number of currently used inflight request limit of this apiserver per "
+            "request kind in last second.",
+            labels=("request_kind",),
+        )
+        read_only, mutating = self._metrics.inflight
+        inflight.add_metric(["readOnly"], read_only)
+        inflight.add_metric(["mutating"], mutating)
+        yield from (total, duration, inflight)
 
 
 class _Callback(Collector):

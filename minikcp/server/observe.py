@@ -127,28 +127,27 @@ class Observer:
             return
         labels = _request_labels(request, info)
         gauge = self.metrics.longrunning.labels(*labels[:1], *labels[2:])
-        self.metrics.readonly_inflight.dec()
+        inflight = self.metrics.inflight
+        inflight[0] -= 1
         gauge.inc()
         try:
             yield
         finally:
             gauge.dec()
-            self.metrics.readonly_inflight.inc()
+            inflight[0] += 1
 
     @web.middleware
     async def middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         start = time.perf_counter()
         registry = self.metrics
-        inflight = None
+        kind = 0 if request.method in ("GET", "HEAD") else 1  # readOnly, mutating
         if registry is not None:
-            read_only = request.method in ("GET", "HEAD")
-            inflight = registry.readonly_inflight if read_only else registry.mutating_inflight
-            inflight.inc()
+            registry.inflight[kind] += 1
         try:
             response = await handler(request)
         finally:
-            if inflight is not None:
-                inflight.dec()
+            if registry is not None:
+                registry.inflight[kind] -= 1
         if registry is not None:
             labels = _request_labels(request, request.get(_INFO))
             registry.observe_request(labels, str(response.status), time.perf_counter() - start)
@@ -161,7 +160,10 @@ class Observer:
         self, request: web.Request, response: web.StreamResponse, pending: audit_events.Request
     ) -> None:
         level = pending.decision.level
-        body = _json_body(response)
+        # The body is read back only for what the event keeps: a failure's Status, or the
+        # response object at RequestResponse.
+        wanted = level == "RequestResponse" or response.status >= 300
+        body = _json_body(response) if wanted else None
         if not response.prepared:
             response.headers["Audit-Id"] = pending.audit_id
         request_object = None
