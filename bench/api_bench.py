@@ -9,6 +9,7 @@ shows what the server itself sustains. For the same reason the watch fan-out is 
 read by aiohttp in this process, and read by bench/watch_clients.py, a bare uvloop protocol per
 watch in a process of its own.
 Run: python bench/api_bench.py [--clients 32] [--objects 2000] [--seconds 8]
+     [--server-arg=--metrics=false]
 """
 
 from __future__ import annotations
@@ -248,9 +249,15 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=32)
     parser.add_argument("--objects", type=int, default=2000)
     parser.add_argument("--seconds", type=int, default=8, help="duration of each wrk case")
+    parser.add_argument(
+        "--server-arg",
+        action="append",
+        default=[],
+        help="passed to `minikcp start`, e.g. --server-arg=--metrics=false (repeatable)",
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        server = server_process.start_server(Path(tmp))
+        server = server_process.start_server(Path(tmp), extra_args=tuple(args.server_arg))
         try:
             asyncio.run(bench(server, args.clients, args.objects))
             if shutil.which("wrk"):

@@ -185,6 +185,16 @@ class WatchHub:
         self._sequence = itertools.count()
         self._compacted = 0  # the store's compacted revision as last seen
         self._stopped: str | None = None
+        self.cut_off_watchers = 0  # watchers that fell behind by a whole queue and were ended
+
+    def watcher_stats(self) -> tuple[int, int]:
+        """(watchers, those lagging: more than half their queue pending), counted when asked."""
+        watchers = lagging = 0
+        half = self._queue_size // 2
+        for bucket in self._buckets.values():
+            watchers += len(bucket)
+            lagging += sum(1 for w in bucket if w.pending > half)
+        return watchers, lagging
 
     @property
     def revision(self) -> int:
@@ -311,6 +321,7 @@ class WatchHub:
             slash = key.find("/", slash + 1)
         for watcher in cut:
             self.forget(watcher)
+        self.cut_off_watchers += len(cut)
         self._revision = event.revision
         while self._waiters and self._waiters[0][0] <= self._revision:
             waiter = heapq.heappop(self._waiters)[2]

@@ -16,6 +16,9 @@ _HEALTH = frozenset({"healthz", "livez", "readyz"})
 # What the bootstrap `system:public-info-viewer` role gives every authenticated user, in any
 # logical cluster, whether or not they may enter it.
 _PUBLIC_INFO = frozenset({"version"})
+# Served for the whole server, not for a logical cluster: the bootstrap policy alone decides, as
+# kcp's bootstrap policy authorizer does, so `system:monitoring` needs no workspace access.
+_SERVER_WIDE = frozenset({"metrics"})
 
 
 def always_allowed(info: request_info.RequestInfo) -> bool:
@@ -61,6 +64,12 @@ def _selected_name(field_selector: str) -> str:
 
 async def authorize(policy: rbac_policy.PolicyStore, attrs: rbac.Attributes) -> None:
     """Raise upstream's 403 Forbidden unless the request is allowed."""
+    if not attrs.resource_request and attrs.path.strip("/").split("/")[0] in _SERVER_WIDE:
+        if rbac.MASTERS in attrs.user.groups:
+            return
+        if not rbac_policy.BOOTSTRAP.resolve(attrs.user, "").allows(attrs):
+            raise rbac.forbidden(attrs, "")
+        return
     decision = await policy.authorize(attrs)
     if not decision.allowed:
         raise rbac.forbidden(attrs, decision.reason)

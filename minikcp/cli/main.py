@@ -11,7 +11,7 @@ from pathlib import Path
 from minikcp.auth import pki
 from minikcp.cli import attach, components, connection, dashboard, kubeconfigs, serve, ws
 from minikcp.machinery import request_info
-from minikcp.runtime import leader_election
+from minikcp.runtime import audit_log, leader_election
 from minikcp.server import nonresource
 from minikcp.simulator import simulator as workload_simulator
 from minikcp.syncer import target as sync_target
@@ -174,6 +174,31 @@ def _parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="seconds between attempts to acquire or renew a lease",
     )
+    observe = start.add_argument_group("metrics and audit (as kube-apiserver's flags)")
+    observe.add_argument(
+        "--metrics",
+        default=True,
+        type=_boolean,
+        help="serve /metrics and record request metrics (default true)",
+    )
+    observe.add_argument(
+        "--audit-log-path", default="", help="write audit events to this file ('-': stdout)"
+    )
+    observe.add_argument(
+        "--audit-policy-file", default=None, type=Path, help="audit.k8s.io/v1 Policy (YAML)"
+    )
+    observe.add_argument(
+        "--audit-log-maxsize", default=0, type=int, help="MB before the log is rotated (0: never)"
+    )
+    observe.add_argument(
+        "--audit-log-maxbackup", default=0, type=int, help="rotated files kept (0: all)"
+    )
+    observe.add_argument(
+        "--audit-log-buffer-size",
+        default=10_000,
+        type=_positive,
+        help="audit events waiting to be written; more are dropped and counted",
+    )
     start.add_argument("-v", "--verbose", action="store_true")
     kc = sub.add_parser("kubeconfig", help="print or write a kubeconfig for a logical cluster")
     kc.add_argument("--root-dir", default=".minikcp", type=Path)
@@ -206,6 +231,14 @@ def _seconds(text: str) -> float:
     if not value >= 0:
         raise argparse.ArgumentTypeError(f"must be a number of seconds >= 0: {text!r}")
     return value
+
+
+def _boolean(text: str) -> bool:
+    if text.lower() in ("true", "1"):
+        return True
+    if text.lower() in ("false", "0"):
+        return False
+    raise argparse.ArgumentTypeError(f"must be true or false: {text!r}")
 
 
 def _positive(text: str) -> int:
@@ -296,6 +329,16 @@ def main(argv: list[str] | None = None) -> int:
         )
         if args.simulate_workloads
         else None,
+        metrics=args.metrics,
+        audit_log=audit_log.Settings(
+            path=args.audit_log_path,
+            max_size_mb=args.audit_log_maxsize,
+            max_backup=args.audit_log_maxbackup,
+            buffer_size=args.audit_log_buffer_size,
+        )
+        if args.audit_log_path
+        else None,
+        audit_policy_file=args.audit_policy_file,
     )
     try:
         asyncio.run(serve.serve(options))

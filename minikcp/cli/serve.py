@@ -14,15 +14,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
 
+import yaml
 from aiohttp import web
 
 from minikcp.apis import catalog
 from minikcp.auth import authn, pki, service_accounts, tls, token_file
 from minikcp.cli import components, kubeconfigs, replication
-from minikcp.machinery import rbac, users
+from minikcp.machinery import audit_policy, rbac, users
 from minikcp.registry import pod_streams, registry, token_requests
-from minikcp.runtime import leader_election
+from minikcp.runtime import audit_log, leader_election, metrics
 from minikcp.server import app as server_app
+from minikcp.server import observe
 from minikcp.simulator import kubelet_streams
 from minikcp.simulator import simulator as workload_simulator
 from minikcp.syncer import target as sync_target
@@ -60,6 +62,11 @@ class ServeOptions:
     leader_election: leader_election.Timing = dataclasses.field(
         default_factory=leader_election.Timing
     )
+    # /metrics in Prometheus' format (off: nothing recorded per request).
+    metrics: bool = True
+    # kube-apiserver's --audit-log-path (with "-" for stdout) and --audit-policy-file.
+    audit_log: audit_log.Settings | None = None
+    audit_policy_file: Path | None = None
 
 
 MAX_HEADER_BYTES = 1 << 20
@@ -125,6 +132,52 @@ def _authenticator(
     )
 
 
+def load_audit_policy(path: Path) -> audit_policy.Policy:
+    try:
+        document = yaml.safe_load(path.read_text())
+        return audit_policy.parse(document)
+    except (OSError, yaml.YAMLError, audit_policy.PolicyError) as exc:
+        raise StartupError(f"loading audit policy file {str(path)!r}: {exc}") from None
+
+
+def _observer(options: ServeOptions) -> tuple[observe.Observer | None, audit_log.AuditLog | None]:
+    """Metrics and the audit trail, as the options ask (None: neither)."""
+    registry = metrics.Metrics() if options.metrics else None
+    if options.audit_log is None:
+        return (observe.Observer(registry) if registry is not None else None), None
+    if options.audit_policy_file is None:
+        raise StartupError("--audit-log-path needs --audit-policy-file (which requests to log)")
+    policy = load_audit_policy(options.audit_policy_file)
+    audit_registry = registry or metrics.Metrics()
+    dropped = audit_registry.audit_errors.labels("buffered")
+    log = audit_log.AuditLog(options.audit_log, on_dropped=dropped.inc)
+    try:
+        log.open()
+    except OSError as exc:
+        raise StartupError(f"cannot open audit log {options.audit_log.path!r}: {exc}") from None
+    auditing = observe.Auditing(policy, log, audit_registry.audit_events.inc)
+    return observe.Observer(registry, auditing), log
+
+
+def _hub_metrics(registry: metrics.Metrics, hub: storage_hub.WatchHub) -> None:
+    registry.add_callback(
+        "minikcp_watch_hub_watchers",
+        "Watchers the watch hub fans the store's events out to.",
+        lambda: hub.watcher_stats()[0],
+    )
+    registry.add_callback(
+        "minikcp_watch_hub_lagging_watchers",
+        "Watchers with more than half their event queue pending.",
+        lambda: hub.watcher_stats()[1],
+    )
+    registry.add_callback(
+        "minikcp_watch_hub_cut_off_watchers",
+        "Watchers ended because they fell a whole queue of events behind.",
+        lambda: hub.cut_off_watchers,
+        counter=True,
+    )
+
+
 async def serve(options: ServeOptions) -> None:
     started = time.monotonic()
     ready = asyncio.Event()
@@ -152,6 +205,7 @@ async def serve(options: ServeOptions) -> None:
     kubeconfigs.write(root / "admin.kubeconfig", kubeconfigs.build(creds, base_url=base_url))
     signing_key = service_accounts.SigningKey.load_or_create(root)
     authenticator = _authenticator(options, creds, signing_key)
+    observer, audit_writer = _observer(options)
 
     store = await open_storage(options)
     try:
@@ -203,6 +257,8 @@ async def serve(options: ServeOptions) -> None:
             background += replication.start_components(
                 tasks, wiring, options.controllers, options.simulate_workloads
             )
+            if observer is not None and observer.metrics is not None:
+                _hub_metrics(observer.metrics, hub)
             if options.simulate_workloads is not None:
                 # On every replica, after the syncer's: a pod upsynced from a target is bound to
                 # the target's node, whose name a simulated node may share.
@@ -216,7 +272,10 @@ async def serve(options: ServeOptions) -> None:
                 server_timing=options.server_timing,
                 resolve_cluster=resolver.resolve,
                 pod_connectors=pod_connectors,
+                observer=observer,
             )
+            if audit_writer is not None:
+                background.append(tasks.create_task(audit_writer.run(), name="audit-log"))
             # Cancel a handler when its client goes away: a watch nobody reads must not linger.
             runner = web.AppRunner(
                 application,

@@ -70,7 +70,9 @@ class APIBindingController:
         self._schema_rt = _rt(reg, _V.GROUP, _V.SCHEMAS)
         self._schemas = reg.store(self._schema_rt)
         self._workers = workers
-        self._queue: WorkQueue[Key] = WorkQueue(lambda key: key[0], base_delay=0.05)
+        self._queue: WorkQueue[Key] = WorkQueue(
+            lambda key: key[0], base_delay=0.05, name="kcp-apibinding"
+        )
         # (export cluster, export name) -> bindings that reference it; and back.
         self._waiting: dict[tuple[str, str], set[Key]] = {}
         self._export_of: dict[Key, tuple[str, str]] = {}

@@ -63,7 +63,9 @@ class APIExportController:
         assert secret_type is not None
         self._secrets = reg.store(secret_type)
         self._workers = workers
-        self._queue: WorkQueue[Key] = WorkQueue(lambda key: key[1], base_delay=0.05)
+        self._queue: WorkQueue[Key] = WorkQueue(
+            lambda key: key[1], base_delay=0.05, name="kcp-apiexport"
+        )
         # (export cluster, export name) -> slices that reference it, and back.
         self._slices_of: dict[tuple[str, str], set[tuple[str, str]]] = {}
         self._export_of: dict[tuple[str, str], tuple[str, str]] = {}

@@ -74,7 +74,10 @@ class GarbageCollector:
         self._workers = workers
         self._graph = gc_graph.Graph()
         self._queue: WorkQueue[gc_graph.Work] = WorkQueue(
-            lambda work: work.cluster, base_delay=0.005, max_delay=300.0
+            lambda work: work.cluster,
+            base_delay=0.005,
+            max_delay=300.0,
+            name="garbage_collector_attempt_to_delete",
         )
         # The graph is complete: start-up's pass is over and the watch has caught up.
         self._synced = asyncio.Event()

@@ -52,7 +52,9 @@ class NamespaceDefaultsController:
         self._registry = reg
         self._stores = reg.namespace_defaults
         self._workers = workers
-        self._queue: WorkQueue[Key] = WorkQueue(lambda key: key[0], base_delay=0.05)
+        self._queue: WorkQueue[Key] = WorkQueue(
+            lambda key: key[0], base_delay=0.05, name="namespace_defaults"
+        )
 
     async def run(self) -> None:
         try:

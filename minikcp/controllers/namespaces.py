@@ -165,7 +165,9 @@ class NamespaceController:
         self._registry = reg
         self._namespaces = reg.namespaces
         self._workers = workers
-        self._queue: WorkQueue[Key] = WorkQueue(lambda key: key[0], base_delay=0.05, max_delay=5)
+        self._queue: WorkQueue[Key] = WorkQueue(
+            lambda key: key[0], base_delay=0.05, max_delay=5, name="namespace"
+        )
         # Namespaces whose content is going; the content watch runs while there are any.
         self._waiting: set[Key] = set()
         self._wanted = asyncio.Event()

@@ -94,7 +94,9 @@ class ResourceQuotaController:
         self._index = reg.quota.quotas
         self._rt = self._index.rt
         self._workers = workers
-        self._queue: WorkQueue[Key] = WorkQueue(lambda key: key[0], base_delay=0.05, max_delay=5)
+        self._queue: WorkQueue[Key] = WorkQueue(
+            lambda key: key[0], base_delay=0.05, max_delay=5, name="resourcequota_primary"
+        )
         # (cluster, namespace) -> quota name -> resources it counts.
         self._measured: dict[Key, dict[str, set[Resource]]] = {}
         reg.quota.on_overcharge = self._overcharged

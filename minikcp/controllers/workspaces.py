@@ -43,7 +43,9 @@ class WorkspaceController:
         self._registry = lifecycle.registry
         self._rt = lifecycle.workspaces.rt
         self._workers = workers
-        self._queue: WorkQueue[Key] = WorkQueue(lambda key: key[0], base_delay=0.05)
+        self._queue: WorkQueue[Key] = WorkQueue(
+            lambda key: key[0], base_delay=0.05, name="kcp-workspace"
+        )
 
     async def run(self) -> None:
         await self._lifecycle.ensure_root()

@@ -10,11 +10,47 @@ burst from one logical cluster cannot starve another (CAPN's fair queue).
 from __future__ import annotations
 
 import asyncio
+import bisect
 import collections
+import time
+import weakref
 from collections.abc import Callable, Hashable
 from typing import Generic, TypeVar
 
 K = TypeVar("K", bound=Hashable)
+
+# client-go's workqueue latency buckets: 10ns to 1000s, by tens.
+DURATION_BUCKETS = tuple(10e-9 * 10**i for i in range(12))
+
+
+class Durations:
+    """A histogram kept as bucket counts: one bisect per observation, read on scrape."""
+
+    __slots__ = ("counts", "sum")
+
+    def __init__(self) -> None:
+        self.counts = [0] * (len(DURATION_BUCKETS) + 1)
+        self.sum = 0.0
+
+    def observe(self, seconds: float) -> None:
+        self.counts[bisect.bisect_left(DURATION_BUCKETS, seconds)] += 1
+        self.sum += seconds
+
+
+class QueueStats:
+    """client-go's workqueue metrics of one queue, as plain numbers the metrics collector reads."""
+
+    __slots__ = ("adds", "queue_durations", "retries", "work_durations")
+
+    def __init__(self) -> None:
+        self.adds = 0
+        self.retries = 0
+        self.queue_durations = Durations()
+        self.work_durations = Durations()
+
+
+# Every open queue, for the metrics collector (weak: a queue goes when its owner does).
+LIVE: weakref.WeakSet[WorkQueue[object]] = weakref.WeakSet()
 
 
 class ShutDown(Exception):
@@ -28,7 +64,12 @@ class WorkQueue(Generic[K]):
         *,
         base_delay: float = 0.005,
         max_delay: float = 30.0,
+        name: str = "",
     ) -> None:
+        self.name = name  # the `name` label of the workqueue_* metrics
+        self.stats = QueueStats()
+        self._added_at: dict[K, float] = {}
+        self._started_at: dict[K, float] = {}
         self.base_delay = base_delay
         self.max_delay = max_delay
         self._tenant_of = tenant_of
@@ -41,6 +82,7 @@ class WorkQueue(Generic[K]):
         self._delayed: dict[K, asyncio.TimerHandle] = {}
         self._wakeup = asyncio.Event()
         self._closed = False
+        LIVE.add(self)  # type: ignore[arg-type]
 
     def __len__(self) -> int:
         """Keys waiting for a worker (not those being processed or waiting for a timer)."""
@@ -64,6 +106,8 @@ class WorkQueue(Generic[K]):
         if key in self._queued:
             return
         self._queued.add(key)
+        self.stats.adds += 1
+        self._added_at[key] = time.monotonic()
         tenant = self._tenant_of(key)
         queue = self._queues.get(tenant)
         if queue is None:
@@ -97,6 +141,7 @@ class WorkQueue(Generic[K]):
         returns that delay."""
         failures = self._failures.get(key, 0)
         self._failures[key] = failures + 1
+        self.stats.retries += 1
         delay = min(self.base_delay * float(2 ** min(failures, 60)), self.max_delay)
         self.add_after(key, delay)
         return delay
@@ -133,12 +178,18 @@ class WorkQueue(Generic[K]):
                     del self._queues[tenant]
                 self._queued.discard(key)
                 self._processing.add(key)
+                now = time.monotonic()
+                self.stats.queue_durations.observe(now - self._added_at.pop(key, now))
+                self._started_at[key] = now
                 return key
             self._wakeup.clear()
             await self._wakeup.wait()
 
     def done(self, key: K) -> None:
         self._processing.discard(key)
+        started = self._started_at.pop(key, None)
+        if started is not None:
+            self.stats.work_durations.observe(time.monotonic() - started)
         if key in self._dirty:
             self._dirty.discard(key)
             self.add(key)
@@ -153,4 +204,11 @@ class WorkQueue(Generic[K]):
         self._turns.clear()
         self._queued.clear()
         self._dirty.clear()
+        self._added_at.clear()
         self._wakeup.set()
+        LIVE.discard(self)  # type: ignore[arg-type]
+
+    def running_since(self) -> list[float]:
+        """When each key being processed was handed out (monotonic), for the unfinished-work
+        metrics."""
+        return list(self._started_at.values())

@@ -19,7 +19,7 @@ from minikcp.auth import (
 )
 from minikcp.machinery import errors, request_info, users
 from minikcp.registry import pod_streams, registry
-from minikcp.server import dashboard, encoding, nonresource, resources, virtual_workspaces
+from minikcp.server import dashboard, encoding, nonresource, observe, resources, virtual_workspaces
 
 logger = logging.getLogger(__name__)
 
@@ -79,14 +79,16 @@ def build_app(
     server_timing: bool = False,
     resolve_cluster: ClusterResolve = _as_is,
     pod_connectors: pod_streams.Connectors | None = None,
+    observer: observe.Observer | None = None,
 ) -> web.Application:
-    middlewares = [status_errors]
-    if server_timing:
-        middlewares.insert(0, timing_header)
+    # status_errors and the observer wrap the one route directly: aiohttp's middleware chain
+    # costs a wrapper per middleware per request.
+    middlewares = [timing_header] if server_timing else []
     app = web.Application(
         middlewares=middlewares, client_max_size=encoding.MAX_BODY_BYTES + 64 * 1024
     )
-    resource_handler = resources.ResourceHandler(reg, pod_connectors)
+    watch_events = observer.watch_events if observer is not None else None
+    resource_handler = resources.ResourceHandler(reg, pod_connectors, watch_events)
     other_handler = nonresource.NonResourceHandler(reg, ready=ready)
     export_workspace = virtual_workspaces.APIExportVirtualWorkspace(
         reg, resource_handler, other_handler
@@ -105,22 +107,50 @@ def build_app(
         watch = request.query.get("watch", "") in ("true", "1")
         info = request_info.parse(request.method, request.path, watch_param=watch)
         # authenticate -> (resolve the cluster path) -> authorize -> handle
-        user = await _authenticate(request, authenticator, reg, sessions)
+        user = authenticated = await _authenticate(request, authenticator, reg, sessions)
         if user is not authn.ANONYMOUS:  # who may not get further learns nothing of paths
             info = await _logical_cluster(info, user, resolve_cluster)
             if impersonation.requested(request.headers):
                 user = await impersonation.impersonate(
                     reg.policy, info.cluster, user, request.headers
                 )
+        if observer is not None:
+            observer.received(request, info, authenticated, None if user is authenticated else user)
         await _authorize(reg, info, user, request)
         if info.is_resource_request:
+            if observer is not None and _long_running(info, request):
+                with observer.long_running(request, info):
+                    return await resource_handler.handle(request, info, user)
             return await resource_handler.handle(request, info, user)
         if request.method not in ("GET", "HEAD"):
             raise errors.method_not_allowed(request.method, info.path)
+        if info.path == "/metrics" and observer is not None and observer.metrics is not None:
+            return await observe.serve_metrics(observer.metrics)
         return await other_handler.handle(request, info)
 
-    app.router.add_route("*", "/{tail:.*}", dispatch)
+    async def serve(request: web.Request) -> web.StreamResponse:
+        return await status_errors(request, dispatch)
+
+    async def observed(request: web.Request) -> web.StreamResponse:
+        # Outside status_errors: it sees the Status every failure becomes.
+        assert observer is not None
+        return await observer.middleware(request, serve)
+
+    app.router.add_route("*", "/{tail:.*}", serve if observer is None else observed)
     return app
+
+
+def _long_running(info: request_info.RequestInfo, request: web.Request) -> bool:
+    """Watches and streams (upstream's LongRunningRequestCheck: watch verbs, and the attach,
+    exec, log, portforward and proxy subresources)."""
+    return (
+        info.verb == "watch"
+        or (info.verb == "get" and request.query.get("watch", "") in ("true", "1"))
+        or info.subresource in _LONG_RUNNING_SUBRESOURCES
+    )
+
+
+_LONG_RUNNING_SUBRESOURCES = frozenset({"attach", "exec", "log", "portforward", "proxy"})
 
 
 async def _logical_cluster(

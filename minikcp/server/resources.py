@@ -19,6 +19,8 @@ _FIELD_VALIDATION = ("Strict", "Warn", "Ignore")
 
 # Which objects a view serves: (cluster, namespace, name) -> served (a virtual workspace's filter).
 Visible = Callable[[str, str, str], bool]
+# The counter of events sent to watchers of a kind (group, version, kind) -> increment.
+WatchEventCounter = Callable[[str, str, str], Callable[[], None]]
 
 
 def _not_found() -> errors.StatusError:
@@ -56,10 +58,14 @@ class ResourceHandler:
     """Serves /api/v1/... and /apis/<g>/<v>/... for one registry."""
 
     def __init__(
-        self, reg: registry.Registry, pod_connectors: pod_streams.Connectors | None = None
+        self,
+        reg: registry.Registry,
+        pod_connectors: pod_streams.Connectors | None = None,
+        watch_events: WatchEventCounter | None = None,
     ) -> None:
         self.registry = reg
         self.pod_connectors = pod_connectors or pod_streams.Connectors()
+        self._watch_events = watch_events
 
     async def handle(
         self,
@@ -293,10 +299,15 @@ class ResourceHandler:
         response.enable_chunked_encoding()
         await response.prepare(request)
         first = True
+        sent = None
+        if self._watch_events is not None:
+            sent = self._watch_events(rt.group, rt.version, rt.kind)
         try:
             async for event in events:
                 if visible and event.object is not None and not _in_view(visible, event.object):
                     continue
+                if sent is not None:
+                    sent()
                 await response.write(
                     encoding.watch_event_bytes(event, rt, table, printer, first=first)
                 )

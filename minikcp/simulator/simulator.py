@@ -79,7 +79,9 @@ class WorkloadSimulator:
     def __init__(self, reg: registry.Registry, options: SimulatorOptions) -> None:
         self._options = options
         # Logical clusters take turns: one busy cluster does not hold up the others.
-        self._queue: WorkQueue[Key] = WorkQueue(lambda key: key[1], base_delay=0.05)
+        self._queue: WorkQueue[Key] = WorkQueue(
+            lambda key: key[1], base_delay=0.05, name="workload_simulator"
+        )
         self._objects = WorkloadObjects(
             reg,
             on_deployment=self._deployment_changed,

@@ -83,7 +83,9 @@ class TargetWorker:
         self.deleting = False
         self.health = Health()
         # Logical clusters take turns: one busy cluster does not hold up the others.
-        self.queue: WorkQueue[ItemKey] = WorkQueue(_cluster_of, max_delay=settings.max_backoff)
+        self.queue: WorkQueue[ItemKey] = WorkQueue(
+            _cluster_of, max_delay=settings.max_backoff, name="syncer"
+        )
         self.errors: dict[ItemKey, str] = {}  # per key: why it is not synced (shown upstream)
         self.leftovers: set[ItemKey] = set()  # deletions given up on while unreachable
         self._reconcile = reconcile
@@ -93,7 +95,7 @@ class TargetWorker:
         self._upsync = upsync
         self._upsynced = upsynced
         self.status_queue: WorkQueue[ItemKey] = WorkQueue(
-            _cluster_of, max_delay=settings.max_backoff
+            _cluster_of, max_delay=settings.max_backoff, name="syncer-status"
         )
         selector = f"{translate.TARGET_LABEL}={ref.key}"
         self.informers: dict[str, informer.Informer] = {
@@ -107,7 +109,7 @@ class TargetWorker:
         # are mapped to upstream keys and copied up by one worker of their own.
         self.pods = informer.Informer(client, "/api/v1/pods", "", self._pod_event)
         self.upsync_queue: WorkQueue[ItemKey] = WorkQueue(
-            _cluster_of, max_delay=settings.max_backoff
+            _cluster_of, max_delay=settings.max_backoff, name="syncer-upsync"
         )
         # Downstream namespace -> (target uid, logical cluster, namespace): from the namespace
         # informer and from our own writes, to map downstream objects back to upstream keys.

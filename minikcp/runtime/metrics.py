@@ -1,0 +1,228 @@
+"""The process's Prometheus registry with kube-apiserver's request metrics, names and labels as
+upstream (k8s.io/apiserver/pkg/endpoints/metrics), so the queries users already have work.
+
+No series carries a logical cluster: 10,000 workspaces must not mean 10,000 series. Label children
+are cached per label tuple, so recording a request is a dict lookup and two increments.
+"""
+
+from __future__ import annotations
+
+import bisect
+import time
+from collections.abc import Callable, Iterator
+
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    GCCollector,
+    PlatformCollector,
+    ProcessCollector,
+    disable_created_metrics,
+    generate_latest,
+)
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
+from prometheus_client.metrics_core import Metric
+from prometheus_client.registry import Collector
+
+from minikcp.runtime import work_queue
+
+CONTENT_TYPE = CONTENT_TYPE_LATEST
+
+# kube-apiserver exposes no `_created` series; they would double every counter's series.
+disable_created_metrics()  # type: ignore[no-untyped-call]
+
+# apiserver_request_duration_seconds' buckets (metrics.go).
+REQUEST_DURATION_BUCKETS = (
+    0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.25, 1.5,
+    2.0, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0, 15.0, 20.0, 30.0, 45.0, 60.0,
+)  # fmt: skip
+
+# verb, dry_run, group, version, resource, subresource, scope, component
+RequestLabels = tuple[str, str, str, str, str, str, str, str]
+_REQUEST_LABELS = (
+    "verb", "dry_run", "group", "version", "resource", "subresource", "scope", "component",
+)  # fmt: skip
+
+
+class Metrics:
+    """One registry per server: the request metrics and the process collectors."""
+
+    def __init__(self) -> None:
+        self.registry = registry = CollectorRegistry()
+        ProcessCollector(registry=registry)
+        PlatformCollector(registry=registry)
+        GCCollector(registry=registry)
+        # The hot path's series are plain numbers (one event loop: no locks), exported on scrape.
+        self._series: dict[RequestLabels, _RequestSeries] = {}
+        self.inflight = [0, 0]  # readOnly, mutating
+        registry.register(_RequestCollector(self))
+        self.longrunning = Gauge(
+            "apiserver_longrunning_requests",
+            "Gauge of all active long-running apiserver requests broken out by verb, group, "
+            "version, resource, scope and component. Not all requests are tracked this way.",
+            ("verb", "group", "version", "resource", "subresource", "scope", "component"),
+            registry=registry,
+        )
+        self.watch_events = Counter(
+            "apiserver_watch_events_total",
+            "Number of events sent in watch clients",
+            ("group", "version", "kind"),
+            registry=registry,
+        )
+        self.audit_events = Counter(
+            "apiserver_audit_event_total",
+            "Counter of audit events generated and sent to the audit backend.",
+            registry=registry,
+        )
+        self.audit_errors = Counter(
+            "apiserver_audit_error_total",
+            "Counter of audit events that failed to be audited properly. Plugin identifies the "
+            "plugin affected by the error.",
+            ("plugin",),
+            registry=registry,
+        )
+        registry.register(WorkQueueCollector())
+
+    def observe_request(self, labels: RequestLabels, code: str, seconds: float) -> None:
+        series = self._series.get(labels)
+        if series is None:
+            series = self._series[labels] = _RequestSeries()
+        codes = series.codes
+        codes[code] = codes.get(code, 0) + 1
+        series.buckets[bisect.bisect_left(REQUEST_DURATION_BUCKETS, seconds)] += 1
+        series.sum += seconds
+
+    def add_callback(
+        self, name: str, documentation: str, read: Callable[[], float], *, counter: bool = False
+    ) -> None:
+        """A series read when scraped from what a component already keeps (nothing recorded)."""
+        self.registry.register(_Callback(name, documentation, read, counter))
+
+    def exposition(self) -> bytes:
+        return generate_latest(self.registry)
+
+
+class _RequestSeries:
+    __slots__ = ("buckets", "codes", "sum")
+
+    def __init__(self) -> None:
+        self.codes: dict[str, int] = {}
+        self.buckets = [0] * (len(REQUEST_DURATION_BUCKETS) + 1)
+        self.sum = 0.0
+
+
+_REQUEST_BOUNDS = (*(repr(b) for b in REQUEST_DURATION_BUCKETS), "+Inf")
+
+
+class _RequestCollector(Collector):
+    """apiserver_request_total, apiserver_request_duration_seconds and
+    apiserver_current_inflight_requests from the numbers Metrics keeps."""
+
+    def __init__(self, metrics: Metrics) -> None:
+        self._metrics = metrics
+
+    def collect(self) -> Iterator[Metric]:
+        total = CounterMetricFamily(
+            "apiserver_request",
+            "Counter of apiserver requests broken out for each verb, dry run value, group, "
+            "version, resource, scope, component, and HTTP response code.",
+            labels=(*_REQUEST_LABELS, "code"),
+        )
+        duration = HistogramMetricFamily(
+            "apiserver_request_duration_seconds",
+            "Response latency distribution in seconds for each verb, dry run value, group, "
+            "version, resource, subresource, scope and component.",
+            labels=_REQUEST_LABELS,
+        )
+        for labels, series in list(self._metrics._series.items()):
+            for code, count in series.codes.items():
+                total.add_metric([*labels, code], count)
+            cumulative, buckets = 0, []
+            for bound, count in zip(_REQUEST_BOUNDS, series.buckets, strict=True):
+                cumulative += count
+                buckets.append((bound, cumulative))
+            duration.add_metric(list(labels), buckets, series.sum)
+        inflight = GaugeMetricFamily(
+            "apiserver_current_inflight_requests",
+            "Maximal number of currently used inflight request limit of this apiserver per "
+            "request kind in last second.",
+            labels=("request_kind",),
+        )
+        read_only, mutating = self._metrics.inflight
+        inflight.add_metric(["readOnly"], read_only)
+        inflight.add_metric(["mutating"], mutating)
+        yield from (total, duration, inflight)
+
+
+class _Callback(Collector):
+    def __init__(
+        self, name: str, documentation: str, read: Callable[[], float], counter: bool
+    ) -> None:
+        self._name, self._doc, self._read, self._counter = name, documentation, read, counter
+
+    def collect(self) -> Iterator[Metric]:
+        family = CounterMetricFamily if self._counter else GaugeMetricFamily
+        yield family(self._name, self._doc, value=self._read())
+
+
+_BOUNDS = (*(repr(b) for b in work_queue.DURATION_BUCKETS), "+Inf")
+
+
+class WorkQueueCollector(Collector):
+    """client-go's workqueue_* metrics (util/workqueue/metrics.go) of every open queue, read from
+    the numbers each queue keeps; queues of one name (a syncer's, per target) add up."""
+
+    def collect(self) -> Iterator[Metric]:
+        label = ("name",)
+        depth = GaugeMetricFamily("workqueue_depth", "Current depth of workqueue", labels=label)
+        adds = CounterMetricFamily(
+            "workqueue_adds", "Total number of adds handled by workqueue", labels=label
+        )
+        retries = CounterMetricFamily(
+            "workqueue_retries", "Total number of retries handled by workqueue", labels=label
+        )
+        unfinished = GaugeMetricFamily(
+            "workqueue_unfinished_work_seconds",
+            "How many seconds of work has been done that is in progress and hasn't been observed "
+            "by work_duration. Large values indicate stuck threads.",
+            labels=label,
+        )
+        longest = GaugeMetricFamily(
+            "workqueue_longest_running_processor_seconds",
+            "How many seconds has the longest running processor for workqueue been running.",
+            labels=label,
+        )
+        queue_durations = HistogramMetricFamily(
+            "workqueue_queue_duration_seconds",
+            "How long in seconds an item stays in workqueue before being requested.",
+            labels=label,
+        )
+        work_durations = HistogramMetricFamily(
+            "workqueue_work_duration_seconds",
+            "How long in seconds processing an item from workqueue takes.",
+            labels=label,
+        )
+        by_name: dict[str, list[work_queue.WorkQueue[object]]] = {}
+        for queue in list(work_queue.LIVE):
+            by_name.setdefault(queue.name, []).append(queue)
+        now = time.monotonic()
+        for name, queues in sorted(by_name.items()):
+            depth.add_metric([name], sum(len(q) for q in queues))
+            adds.add_metric([name], sum(q.stats.adds for q in queues))
+            retries.add_metric([name], sum(q.stats.retries for q in queues))
+            running = [now - t for q in queues for t in q.running_since()]
+            unfinished.add_metric([name], sum(running))
+            longest.add_metric([name], max(running, default=0.0))
+            for family, durations in (
+                (queue_durations, [q.stats.queue_durations for q in queues]),
+                (work_durations, [q.stats.work_durations for q in queues]),
+            ):
+                counts = [sum(c) for c in zip(*(d.counts for d in durations), strict=True)]
+                cumulative, buckets = 0, []
+                for bound, count in zip(_BOUNDS, counts, strict=True):
+                    cumulative += count
+                    buckets.append((bound, cumulative))
+                family.add_metric([name], buckets, sum(d.sum for d in durations))
+        yield from (depth, adds, retries, unfinished, longest, queue_durations, work_durations)

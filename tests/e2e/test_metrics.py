@@ -1,0 +1,215 @@
+"""/metrics as kube-apiserver serves it: Prometheus' text format, upstream names and labels,
+authorized as the non-resource URL /metrics, and no series per logical cluster."""
+
+from __future__ import annotations
+
+import os
+import ssl
+import subprocess
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+from prometheus_client.samples import Sample
+
+from tests import server_process
+from tests.e2e.polling import eventually
+from tests.e2e.tenants import stop_cleanly
+from tests.server_process import ServerProcess
+
+pytestmark = pytest.mark.e2e
+
+TOKENS = 'tok-prom,prometheus,uid-prom,"system:monitoring"\ntok-dave,dave,uid-dave\n'
+REQUEST_LABELS = {
+    "verb", "dry_run", "group", "version", "resource", "subresource", "scope", "component",
+}  # fmt: skip
+# name -> (type, label names) as kube-apiserver exposes them.
+EXPECTED = {
+    "apiserver_request": ("counter", REQUEST_LABELS | {"code"}),
+    "apiserver_request_duration_seconds": ("histogram", REQUEST_LABELS | {"le"}),
+    "apiserver_current_inflight_requests": ("gauge", {"request_kind"}),
+    "apiserver_longrunning_requests": (
+        "gauge",
+        {"verb", "group", "version", "resource", "subresource", "scope", "component"},
+    ),
+    "apiserver_watch_events": ("counter", {"group", "version", "kind"}),
+    "apiserver_audit_event": ("counter", set()),
+    "apiserver_audit_error": ("counter", {"plugin"}),
+    "process_cpu_seconds": ("counter", set()),
+    "process_resident_memory_bytes": ("gauge", set()),
+    "python_gc_collections": ("counter", {"generation"}),
+    "workqueue_depth": ("gauge", {"name"}),
+    "workqueue_adds": ("counter", {"name"}),
+    "workqueue_retries": ("counter", {"name"}),
+    "workqueue_queue_duration_seconds": ("histogram", {"name", "le"}),
+    "workqueue_work_duration_seconds": ("histogram", {"name", "le"}),
+    "workqueue_unfinished_work_seconds": ("gauge", {"name"}),
+    "workqueue_longest_running_processor_seconds": ("gauge", {"name"}),
+    "minikcp_watch_hub_watchers": ("gauge", set()),
+    "minikcp_watch_hub_lagging_watchers": ("gauge", set()),
+    "minikcp_watch_hub_cut_off_watchers": ("counter", set()),
+}
+
+
+@pytest.fixture(scope="module")
+def observed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    workdir = tmp_path_factory.mktemp("metrics")
+    tokens = workdir / "tokens.csv"
+    tokens.write_text(TOKENS)
+    proc = server_process.start_server(workdir, extra_args=("--token-auth-file", str(tokens)))
+    yield proc
+    stop_cleanly(proc)
+
+
+def _get(server: ServerProcess, path: str, token: str) -> tuple[int, str]:
+    ctx = ssl.create_default_context(cafile=str(server.root / "ca.crt"))
+    req = urllib.request.Request(
+        server.base_url + path, headers={"Authorization": f"Bearer {token}"}
+    )
+    try:
+        with urllib.request.urlopen(req, context=ctx, timeout=10) as resp:
+            return resp.status, resp.read().decode()
+    except urllib.error.HTTPError as err:
+        with err:
+            return err.code, err.read().decode()
+
+
+def _scrape(server: ServerProcess) -> dict[str, tuple[str, list[Sample]]]:
+    code, text = _get(server, "/metrics", "tok-prom")
+    assert code == 200, text
+    return {f.name: (f.type, f.samples) for f in text_string_to_metric_families(text)}
+
+
+def _value(samples: list[Sample], series: str, **labels: str) -> float:
+    return sum(
+        s.value
+        for s in samples
+        if s.name == series and all(s.labels.get(k) == v for k, v in labels.items())
+    )
+
+
+def test_names_types_and_label_sets_are_upstream(observed: ServerProcess, cluster: str) -> None:
+    observed.kubectl("create", "namespace", "watched", cluster=cluster)
+    families = _scrape(observed)
+    for name, (kind, labels) in EXPECTED.items():
+        assert name in families, f"{name} missing: {sorted(families)}"
+        assert families[name][0] == kind, name
+        for sample in families[name][1]:
+            own = set(sample.labels) - ({"le"} if sample.name.endswith("_bucket") else set())
+            assert own == labels - {"le"}, (name, sample)
+    requests = families["apiserver_request"][1]
+    assert _value(
+        requests, "apiserver_request_total", verb="POST", resource="namespaces", code="201"
+    )
+    buckets = {
+        s.labels["le"]
+        for s in families["apiserver_request_duration_seconds"][1]
+        if s.name.endswith("_bucket")
+    }
+    assert {"0.005", "0.025", "1.0", "60.0", "+Inf"} <= buckets
+    assert not [n for n in families if n.endswith("_created")]
+
+
+def test_counters_and_histograms_move_with_requests(observed: ServerProcess, cluster: str) -> None:
+    labels = {"verb": "POST", "resource": "configmaps", "scope": "resource", "code": "201"}
+    before = _scrape(observed)["apiserver_request"][1]
+    for i in range(3):
+        observed.kubectl("create", "configmap", f"c{i}", "-n", "default", cluster=cluster)
+    observed.kubectl("get", "configmaps", "-n", "default", cluster=cluster)
+    after = _scrape(observed)
+    moved = _value(after["apiserver_request"][1], "apiserver_request_total", **labels)
+    assert moved - _value(before, "apiserver_request_total", **labels) == 3
+    listed = _value(
+        after["apiserver_request_duration_seconds"][1],
+        "apiserver_request_duration_seconds_count",
+        verb="LIST",
+        resource="configmaps",
+        scope="namespace",
+    )
+    assert listed >= 1
+    assert _value(after["process_cpu_seconds"][1], "process_cpu_seconds_total") > 0
+
+
+def test_watches_are_long_running_and_count_their_events(
+    observed: ServerProcess, cluster: str
+) -> None:
+    observed.kubectl("create", "configmap", "w0", "-n", "default", cluster=cluster)
+    watch = subprocess.Popen(
+        ["kubectl", "get", "configmaps", "-n", "default", "--watch", "-o", "name"],
+        env={**os.environ, "KUBECONFIG": str(observed.kubeconfig(cluster))},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        started = eventually(
+            lambda: (
+                _scrape(observed)
+                if _value(
+                    _scrape(observed)["apiserver_longrunning_requests"][1],
+                    "apiserver_longrunning_requests",
+                    verb="WATCH",
+                    resource="configmaps",
+                    scope="namespace",
+                )
+                >= 1
+                else None
+            )
+        )
+        events = "apiserver_watch_events_total"
+        before = _value(started["apiserver_watch_events"][1], events, kind="ConfigMap")
+        assert _value(started["minikcp_watch_hub_watchers"][1], "minikcp_watch_hub_watchers") >= 1
+        observed.kubectl("create", "configmap", "w1", "-n", "default", cluster=cluster)
+        eventually(
+            lambda: (
+                _value(_scrape(observed)["apiserver_watch_events"][1], events, kind="ConfigMap")
+                > before
+                or None
+            )
+        )
+    finally:
+        watch.terminate()
+        watch.wait(timeout=10)
+
+
+def test_controller_queues_are_named(observed: ServerProcess, cluster: str) -> None:
+    adds = "workqueue_adds_total"
+    before = _value(_scrape(observed)["workqueue_adds"][1], adds, name="namespace")
+    observed.kubectl("create", "namespace", "queued", cluster=cluster)
+    observed.kubectl("delete", "namespace", "queued", cluster=cluster)
+    after = _scrape(observed)
+    assert _value(after["workqueue_adds"][1], adds, name="namespace") > before
+    names = {s.labels["name"] for s in after["workqueue_depth"][1]}
+    assert {"namespace", "kcp-workspace", "garbage_collector_attempt_to_delete"} <= names
+
+
+def test_no_series_names_a_logical_cluster(observed: ServerProcess, cluster: str) -> None:
+    observed.kubectl("create", "configmap", "mine", "-n", "default", cluster=cluster)
+    for _, samples in _scrape(observed).values():
+        for sample in samples:
+            assert not {"cluster", "workspace", "logical_cluster"} & set(sample.labels)
+            assert cluster not in sample.labels.values(), sample
+
+
+def test_metrics_needs_get_on_the_non_resource_url(observed: ServerProcess) -> None:
+    code, body = _get(observed, "/metrics", "tok-dave")
+    assert code == 403
+    assert '"reason":"Forbidden"' in body
+    assert 'cannot get path \\"/metrics\\"' in body
+    code, _ = _get(observed, "/metrics", "no-such-token")
+    assert code == 401
+    status, _, text = observed.request("GET", "/metrics")  # the admin, system:masters
+    assert status == 200
+    assert b"apiserver_request_total" in text
+
+
+def test_metrics_false_serves_no_metrics(tmp_path: Path) -> None:
+    proc = server_process.start_server(tmp_path, extra_args=("--metrics=false",))
+    try:
+        status, _, body = proc.request("GET", "/metrics")
+        assert status == 404, body
+        assert b'"reason":"NotFound"' in body
+    finally:
+        stop_cleanly(proc)
