@@ -58,7 +58,9 @@ def _new_event(obj: dict[str, Any], name: str, note: str) -> client.EventsV1Even
     meta = obj["metadata"]
     return client.EventsV1Event(
         metadata=client.V1ObjectMeta(name=name),
-        event_time="2026-01-01T00:01:00.000000Z",
+        # MicroTime takes exactly six fractional digits (as kube-apiserver parses it), and the
+        # client writes a read-back datetime with isoformat(), which drops a zero fraction.
+        event_time="2026-01-01T00:01:00.123456Z",
         reporting_controller="example.com/operator",
         reporting_instance="operator-1",
         action="Check",
@@ -126,7 +128,7 @@ def test_events_of_either_api_are_one_store(
     assert (back.reporting_component, back.reporting_instance) == (
         "example.com/operator", "operator-1",
     )  # fmt: skip
-    assert back.event_time.isoformat() == "2026-01-01T00:01:00+00:00"
+    assert back.event_time.isoformat() == "2026-01-01T00:01:00.123456+00:00"
     assert back.first_timestamp is None and back.count is None
     new = events.read_namespaced_event("web.checked", "default")
     assert (new.metadata.uid, new.note) == (back.metadata.uid, "pod looks fine")
