@@ -34,7 +34,7 @@ from minikcp.apis import kcp_conditions as conds
 from minikcp.machinery import errors
 from minikcp.registry import bound_apis, registry, store
 from minikcp.registry.objects import RequestContext, StoredObject, WriteOptions
-from minikcp.runtime.work_queue import ShutDown, WorkQueue
+from minikcp.runtime.work_queue import WorkQueue, run_worker
 from minikcp.tenancy.resolver import ClusterResolver
 
 logger = logging.getLogger(__name__)
@@ -187,25 +187,14 @@ class APIBindingController:
                 del self._unbound[cluster]
 
     async def _work(self) -> None:
-        while True:
-            try:
-                key = await self._queue.get()
-            except ShutDown:
-                return
-            try:
-                again = await self.reconcile(*key)
-            except errors.StatusError as exc:
-                delay = self._queue.add_rate_limited(key)
-                logger.warning("APIBinding %s|%s: %s; again in %.2fs", *key, exc.message, delay)
-            except Exception:
-                logger.exception("APIBinding %s|%s failed", *key)
-                self._queue.add_rate_limited(key)
-            else:
-                self._queue.forget(key)
-                if again:
-                    self._queue.add_after(key, again)
-            finally:
-                self._queue.done(key)
+        await run_worker(
+            self._queue,
+            lambda key: self.reconcile(*key),
+            describe=lambda key: "APIBinding {}|{}".format(*key),
+            logger=logger,
+            expected=(errors.StatusError,),
+            expected_level=logging.WARNING,
+        )
 
     # -- one binding ----------------------------------------------------------------------
 

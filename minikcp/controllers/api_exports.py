@@ -27,7 +27,7 @@ from minikcp.apis import kcp_conditions as conds
 from minikcp.machinery import errors
 from minikcp.registry import registry, store
 from minikcp.registry.objects import RequestContext, StoredObject, WriteOptions
-from minikcp.runtime.work_queue import ShutDown, WorkQueue
+from minikcp.runtime.work_queue import WorkQueue, run_worker
 from minikcp.tenancy.resolver import ClusterResolver
 
 logger = logging.getLogger(__name__)
@@ -100,26 +100,20 @@ class APIExportController:
         return revision
 
     async def _work(self) -> None:
-        while True:
-            try:
-                key = await self._queue.get()
-            except ShutDown:
-                return
-            try:
-                if key[0] == _EXPORT:
-                    await self.reconcile_export(key[1], key[2])
-                else:
-                    await self.reconcile_slice(key[1], key[2])
-            except errors.StatusError as exc:
-                delay = self._queue.add_rate_limited(key)
-                logger.warning("%s %s|%s: %s; again in %.2fs", *key, exc.message, delay)
-            except Exception:
-                logger.exception("%s %s|%s failed", *key)
-                self._queue.add_rate_limited(key)
-            else:
-                self._queue.forget(key)
-            finally:
-                self._queue.done(key)
+        await run_worker(
+            self._queue,
+            self._handle,
+            describe=lambda key: "{} {}|{}".format(*key),
+            logger=logger,
+            expected=(errors.StatusError,),
+            expected_level=logging.WARNING,
+        )
+
+    async def _handle(self, key: Key) -> None:
+        if key[0] == _EXPORT:
+            await self.reconcile_export(key[1], key[2])
+        else:
+            await self.reconcile_slice(key[1], key[2])
 
     # -- exports --------------------------------------------------------------------------
 

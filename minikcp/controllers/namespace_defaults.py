@@ -28,7 +28,7 @@ from minikcp.registry.namespace_defaults import (
 )
 from minikcp.registry.namespaces import BUILTIN_NAMESPACES
 from minikcp.registry.objects import RequestContext, WriteOptions
-from minikcp.runtime.work_queue import ShutDown, WorkQueue
+from minikcp.runtime.work_queue import WorkQueue, run_worker
 
 logger = logging.getLogger(__name__)
 
@@ -107,23 +107,14 @@ class NamespaceDefaultsController:
         return want is not None and orjson.loads(value).get("data") != want
 
     async def _work(self) -> None:
-        while True:
-            try:
-                key = await self._queue.get()
-            except ShutDown:
-                return
-            try:
-                await self.reconcile(*key)
-            except errors.StatusError as exc:
-                delay = self._queue.add_rate_limited(key)
-                logger.warning("defaults of namespace %s|%s: %s; again in %.2fs", *key, exc, delay)
-            except Exception:
-                logger.exception("defaults of namespace %s|%s failed", *key)
-                self._queue.add_rate_limited(key)
-            else:
-                self._queue.forget(key)
-            finally:
-                self._queue.done(key)
+        await run_worker(
+            self._queue,
+            lambda key: self.reconcile(*key),
+            describe=lambda key: "defaults of namespace {}|{}".format(*key),
+            logger=logger,
+            expected=(errors.StatusError,),
+            expected_level=logging.WARNING,
+        )
 
     async def reconcile(self, cluster: str, namespace: str) -> None:
         ctx = RequestContext(cluster)

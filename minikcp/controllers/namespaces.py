@@ -29,7 +29,7 @@ from minikcp.registry import registry as registry_module
 from minikcp.registry import store as generic_store
 from minikcp.registry.objects import RequestContext, StoredObject, WriteOptions
 from minikcp.registry.strategies import core
-from minikcp.runtime.work_queue import ShutDown, WorkQueue
+from minikcp.runtime.work_queue import WorkQueue, run_worker
 from storage import errors as storage_errors
 
 logger = logging.getLogger(__name__)
@@ -221,23 +221,14 @@ class NamespaceController:
                 self._wanted.clear()
 
     async def _work(self) -> None:
-        while True:
-            try:
-                key = await self._queue.get()
-            except ShutDown:
-                return
-            try:
-                await self.reconcile(*key)
-            except errors.StatusError as exc:
-                delay = self._queue.add_rate_limited(key)
-                logger.warning("namespace %s/%s: %s; again in %.2fs", *key, exc.message, delay)
-            except Exception:
-                logger.exception("namespace %s/%s failed", *key)
-                self._queue.add_rate_limited(key)
-            else:
-                self._queue.forget(key)
-            finally:
-                self._queue.done(key)
+        await run_worker(
+            self._queue,
+            lambda key: self.reconcile(*key),
+            describe=lambda key: "namespace {}/{}".format(*key),
+            logger=logger,
+            expected=(errors.StatusError,),
+            expected_level=logging.WARNING,
+        )
 
     async def reconcile(self, cluster: str, name: str) -> None:
         """One pass over a namespace being deleted (level-based: safe to repeat)."""

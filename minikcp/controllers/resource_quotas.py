@@ -27,7 +27,7 @@ from minikcp.machinery import quota as quota_math
 from minikcp.registry import namespace_defaults
 from minikcp.registry import registry as registry_module
 from minikcp.registry.objects import RequestContext, WriteOptions
-from minikcp.runtime.work_queue import ShutDown, WorkQueue
+from minikcp.runtime.work_queue import WorkQueue, run_worker
 from storage import errors as storage_errors
 
 logger = logging.getLogger(__name__)
@@ -181,23 +181,14 @@ class ResourceQuotaController:
             await asyncio.sleep(0.1)
 
     async def _work(self) -> None:
-        while True:
-            try:
-                key = await self._queue.get()
-            except ShutDown:
-                return
-            try:
-                await self.reconcile(*key)
-            except errors.StatusError as exc:
-                delay = self._queue.add_rate_limited(key)
-                logger.info("quotas of %s/%s: %s; again in %.2fs", *key, exc.message, delay)
-            except Exception:
-                logger.exception("quotas of %s/%s failed", *key)
-                self._queue.add_rate_limited(key)
-            else:
-                self._queue.forget(key)
-            finally:
-                self._queue.done(key)
+        await run_worker(
+            self._queue,
+            lambda key: self.reconcile(*key),
+            describe=lambda key: "quotas of {}/{}".format(*key),
+            logger=logger,
+            expected=(errors.StatusError,),
+            expected_level=logging.INFO,
+        )
 
     async def reconcile(self, cluster: str, namespace: str) -> None:
         """Recount every quota of a namespace; a lost race (409) is retried by the queue."""

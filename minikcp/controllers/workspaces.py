@@ -17,7 +17,7 @@ import orjson
 
 from minikcp.machinery import errors
 from minikcp.registry import registry
-from minikcp.runtime.work_queue import ShutDown, WorkQueue
+from minikcp.runtime.work_queue import WorkQueue, run_worker
 from minikcp.tenancy import workspaces
 
 logger = logging.getLogger(__name__)
@@ -79,24 +79,17 @@ class WorkspaceController:
         return revision
 
     async def _work(self) -> None:
-        while True:
-            try:
-                key = await self._queue.get()
-            except ShutDown:
-                return
-            try:
-                if key[0] == _PURGE:
-                    await self._lifecycle.purge(key[1])
-                else:
-                    await self._lifecycle.reconcile(*key)
-            except errors.StatusError as exc:
-                delay = self._queue.add_rate_limited(key)
-                logger.warning("workspace %s:%s: %s; again in %.2fs", *key, exc.message, delay)
-            except Exception:
-                # A defect: say so loudly, but keep the others going (and this one, later).
-                logger.exception("workspace %s:%s failed", *key)
-                self._queue.add_rate_limited(key)
-            else:
-                self._queue.forget(key)
-            finally:
-                self._queue.done(key)
+        await run_worker(
+            self._queue,
+            self._handle,
+            describe=lambda key: "workspace {}:{}".format(*key),
+            logger=logger,
+            expected=(errors.StatusError,),
+            expected_level=logging.WARNING,
+        )
+
+    async def _handle(self, key: Key) -> None:
+        if key[0] == _PURGE:
+            await self._lifecycle.purge(key[1])
+        else:
+            await self._lifecycle.reconcile(*key)

@@ -12,9 +12,10 @@ from __future__ import annotations
 import asyncio
 import bisect
 import collections
+import logging
 import time
 import weakref
-from collections.abc import Callable, Hashable
+from collections.abc import Awaitable, Callable, Hashable
 from typing import Generic, TypeVar
 
 K = TypeVar("K", bound=Hashable)
@@ -212,3 +213,39 @@ class WorkQueue(Generic[K]):
         """When each key being processed was handed out (monotonic), for the unfinished-work
         metrics."""
         return list(self._started_at.values())
+
+
+async def run_worker(
+    queue: WorkQueue[K],
+    handle: Callable[[K], Awaitable[float | None]],
+    *,
+    describe: Callable[[K], str],
+    logger: logging.Logger,
+    expected: tuple[type[Exception], ...] = (),
+    expected_level: int = logging.WARNING,
+) -> None:
+    """One worker: handle keys until the queue is closed.
+
+    A key that succeeds is forgotten (queued again after the seconds `handle` returns, if any);
+    one that fails comes back after its back-off. An `expected` error (a conflict, a store that
+    is not ready) is logged at `expected_level` as one line; any other is a defect and is logged
+    with its traceback. `describe` names a key in those lines."""
+    while True:
+        try:
+            key = await queue.get()
+        except ShutDown:
+            return
+        try:
+            again = await handle(key)
+        except expected as exc:
+            delay = queue.add_rate_limited(key)
+            logger.log(expected_level, "%s: %s; again in %.2fs", describe(key), exc, delay)
+        except Exception:
+            logger.exception("%s failed", describe(key))
+            queue.add_rate_limited(key)
+        else:
+            queue.forget(key)
+            if again:
+                queue.add_after(key, again)
+        finally:
+            queue.done(key)

@@ -33,7 +33,7 @@ from typing import Any, Protocol
 from minikcp.machinery import errors
 from minikcp.registry import informer, registry
 from minikcp.registry.objects import RequestContext, StoredObject
-from minikcp.runtime.work_queue import ShutDown, WorkQueue
+from minikcp.runtime.work_queue import WorkQueue, run_worker
 from minikcp.simulator import (
     cronjobs,
     daemonsets,
@@ -178,24 +178,14 @@ class WorkloadSimulator:
     async def _work(self) -> None:
         for cache in self._objects.informers():
             await cache.synced.wait()
-        while True:
-            try:
-                key = await self._queue.get()
-            except ShutDown:
-                return
-            try:
-                await self._sync(key)
-            except errors.StatusError as exc:
-                logger.debug("simulating %s: %s; retrying", key, exc.message)
-                self._queue.add_rate_limited(key)
-            except Exception:
-                # A defect: say so loudly, but keep simulating the rest (and this one, later).
-                logger.exception("simulating %s failed", key)
-                self._queue.add_rate_limited(key)
-            else:
-                self._queue.forget(key)
-            finally:
-                self._queue.done(key)
+        await run_worker(
+            self._queue,
+            self._sync,
+            describe=lambda key: f"simulating {key}",
+            logger=logger,
+            expected=(errors.StatusError,),
+            expected_level=logging.DEBUG,
+        )
 
     async def _sync(self, key: Key) -> None:
         kind, cluster, namespace, name = key
