@@ -26,6 +26,7 @@ _WORKERS = 16
 # Work items are (parent cluster, workspace name), or (_PURGE, logical cluster) once a
 # Workspace is gone ("" is no cluster name, so the two never mix).
 _PURGE = ""
+_HELD_RECHECK = 0.5
 Key = tuple[str, str]
 
 
@@ -89,6 +90,11 @@ class WorkspaceController:
                     await self._lifecycle.purge(key[1])
                 else:
                     await self._lifecycle.reconcile(*key)
+            except workspaces.Held as held:
+                # Finalizers hold the tree: look again soon, without growing back-off.
+                self._queue.forget(key)
+                self._queue.add_after(key, _HELD_RECHECK)
+                logger.debug("workspace %s:%s: %s", *key, held)
             except errors.StatusError as exc:
                 delay = self._queue.add_rate_limited(key)
                 logger.warning("workspace %s:%s: %s; again in %.2fs", *key, exc.message, delay)
