@@ -130,29 +130,41 @@ async def _held_clusters(
 
 
 async def _hold(reg: registry.Registry, cluster: str, rt: catalog.ResourceType) -> bool:
-    page = await reg.storage.range(keys.list_prefix(rt, cluster), limit=_HOLD_PAGE)
+    prefix = keys.list_prefix(rt, cluster)
     holding = False
-    for item in page.items:
-        # Most objects have neither field: decoded only when the bytes say they might.
-        if b'"finalizers"' not in item.value and b'"deletionTimestamp"' not in item.value:
-            continue
-        meta = orjson.loads(item.value).get("metadata") or {}
-        if not meta.get("finalizers") and not meta.get("deletionTimestamp"):
-            continue
-        holding = True
-        if meta.get("deletionTimestamp"):
-            continue
-        key = keys.parse_key(rt, item.key)
-        try:
-            await reg.store(rt).delete(
-                RequestContext(cluster=cluster),
-                key.namespace,
-                key.name,
-                {"preconditions": {"uid": meta.get("uid")}},
-                WriteOptions(),
-            )
-        except errors.StatusError as exc:
-            if exc.code not in (404, 409):
-                raise
-    # A full page may hide more: held until a later pass finds the prefix small enough.
-    return holding or page.more
+    start_after: str | None = None
+    while True:
+        page = await reg.storage.range(prefix, limit=_HOLD_PAGE, start_after=start_after)
+        for item in page.items:
+            if await _start_deletion(reg, cluster, rt, item.key, item.value):
+                holding = True
+        if not page.more or not page.items:
+            return holding
+        start_after = page.items[-1].key
+
+
+async def _start_deletion(
+    reg: registry.Registry, cluster: str, rt: catalog.ResourceType, key: str, value: bytes
+) -> bool:
+    """Whether the object holds its cluster; deletes it through the normal path if so."""
+    # Most objects have neither field: decoded only when the bytes say they might.
+    if b'"finalizers"' not in value and b'"deletionTimestamp"' not in value:
+        return False
+    meta = orjson.loads(value).get("metadata") or {}
+    if not meta.get("finalizers") and not meta.get("deletionTimestamp"):
+        return False
+    if meta.get("deletionTimestamp"):
+        return True
+    parsed = keys.parse_key(rt, key)
+    try:
+        await reg.store(rt).delete(
+            RequestContext(cluster=cluster),
+            parsed.namespace,
+            parsed.name,
+            {"preconditions": {"uid": meta.get("uid")}},
+            WriteOptions(),
+        )
+    except errors.StatusError as exc:
+        if exc.code not in (404, 409):
+            raise
+    return True
