@@ -24,7 +24,8 @@ from minikcp.tenancy.resolver import ClusterResolver
 
 _TENANCY_GROUPS = ("tenancy.kcp.io", "core.kcp.io")
 _SCAN_CONCURRENCY = 64
-_HOLD_PAGE = 500
+# Small pages: a store may answer them without a thread hop (most prefixes are empty).
+_HOLD_PAGE = 100
 
 
 async def descendants(reg: registry.Registry, resolver: ClusterResolver, cluster: str) -> list[str]:
