@@ -26,6 +26,7 @@ _WORKERS = 16
 # Work items are (parent cluster, workspace name), or (_PURGE, logical cluster) once a
 # Workspace is gone ("" is no cluster name, so the two never mix).
 _PURGE = ""
+_HELD_RECHECK = 0.5
 Key = tuple[str, str]
 
 
@@ -88,8 +89,14 @@ class WorkspaceController:
             expected_level=logging.WARNING,
         )
 
-    async def _handle(self, key: Key) -> None:
-        if key[0] == _PURGE:
-            await self._lifecycle.purge(key[1])
-        else:
-            await self._lifecycle.reconcile(*key)
+    async def _handle(self, key: Key) -> float | None:
+        try:
+            if key[0] == _PURGE:
+                await self._lifecycle.purge(key[1])
+            else:
+                await self._lifecycle.reconcile(*key)
+        except workspaces.Held as held:
+            # Finalizers hold the tree: look again soon, without growing back-off.
+            logger.debug("workspace %s:%s: %s", *key, held)
+            return _HELD_RECHECK
+        return None

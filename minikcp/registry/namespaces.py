@@ -33,6 +33,21 @@ _UID_NAMESPACE = uuid.UUID("6f1b5f0c-7d2e-4d55-9a43-6b1c1e0f5a10")
 VIRTUAL_REVISION = 1
 
 
+def _cluster_terminating(cluster: str, rt: catalog.ResourceType, name: str) -> errors.StatusError:
+    # As NamespaceLifecycle refuses content in a terminating namespace, in the words the
+    # workspace admission uses for a Workspace in a deleted parent.
+    refused = errors.forbidden(
+        rt.plural,
+        name,
+        f"logical cluster {cluster!r} is being deleted: no new {rt.plural} in it",
+        group=rt.group,
+    )
+    refused.causes = [
+        errors.Cause("LogicalClusterTerminating", f"logical cluster {cluster} is being deleted", "")
+    ]
+    return refused
+
+
 class NamespaceStore(generic_store.ResourceStore):
     """The namespaces resource: the generic store plus built-ins and cascading deletion."""
 
@@ -45,6 +60,12 @@ class NamespaceStore(generic_store.ResourceStore):
         # (cluster, namespace) pairs known to accept new content, most recently used last.
         self._active: collections.OrderedDict[tuple[str, str], None] = collections.OrderedDict()
         self._epoch = 0
+        # Logical clusters being deleted (they refuse every create), and creates in flight per
+        # logical cluster, so a deletion can wait for those admitted before it was marked.
+        self._terminating_clusters: set[str] = set()
+        self._admitted_clusters: collections.Counter[str] = collections.Counter()
+        self._cluster_idle: dict[str, asyncio.Event] = {}
+        self._namespace_check = self.check_writable  # a Namespace's create: its cluster's check
 
     def _remember_active(self, key: tuple[str, str], epoch: int) -> None:
         # Only if no namespace changed while we read: the change's event may already be past.
@@ -98,17 +119,54 @@ class NamespaceStore(generic_store.ResourceStore):
     async def check_writable(
         self, ctx: RequestContext, namespace: str, rt: catalog.ResourceType, name: str
     ) -> Callable[[], None]:
-        """Admission of a create in `namespace` (NamespaceLifecycle): the namespace exists and
-        is not terminating. The create counts as in flight until it calls what this returns."""
-        cache_key = (ctx.cluster, namespace)
-        # Counted before the namespace is read: a deletion marked after this read cannot miss it.
+        """Admission of a create: its logical cluster is not being deleted and (unless
+        cluster-scoped, `namespace` "") its namespace exists and is not terminating
+        (NamespaceLifecycle). The create counts as in flight until it calls what this returns."""
+        cluster = ctx.cluster
+        # Counted before the checks: a deletion marked after them cannot miss this create.
+        self._admitted_clusters[cluster] += 1
+        if cluster in self._terminating_clusters:
+            self._release_cluster(cluster)
+            raise _cluster_terminating(cluster, rt, name)
+        if not namespace:
+            return lambda: self._release_cluster(cluster)
+        cache_key = (cluster, namespace)
         self._admitted[cache_key] += 1
         try:
             await self._check(ctx, namespace, rt, name)
         except BaseException:
             self._release(cache_key)
+            self._release_cluster(cluster)
             raise
-        return lambda: self._release(cache_key)
+
+        def release() -> None:
+            self._release(cache_key)
+            self._release_cluster(cluster)
+
+        return release
+
+    def cluster_terminating(self, cluster: str, terminating: bool = True) -> None:
+        """Marks a logical cluster as being deleted (creates refused from now on), or not."""
+        if terminating:
+            self._terminating_clusters.add(cluster)
+        else:
+            self._terminating_clusters.discard(cluster)
+
+    def is_cluster_terminating(self, cluster: str) -> bool:
+        return cluster in self._terminating_clusters
+
+    async def cluster_settled(self, cluster: str) -> None:
+        """Waits until no create admitted into the logical cluster is still in flight."""
+        while cluster in self._admitted_clusters:
+            await self._cluster_idle.setdefault(cluster, asyncio.Event()).wait()
+
+    def _release_cluster(self, cluster: str) -> None:
+        self._admitted_clusters[cluster] -= 1
+        if self._admitted_clusters[cluster] <= 0:
+            del self._admitted_clusters[cluster]
+            idle = self._cluster_idle.pop(cluster, None)
+            if idle is not None:
+                idle.set()
 
     def _release(self, cache_key: tuple[str, str]) -> None:
         self._admitted[cache_key] -= 1

@@ -303,10 +303,14 @@ class ResourceStore:
         obj = self._normalise(obj, namespace)
         meta = obj["metadata"]
         namespace = meta.get("namespace", "")
-        if not self.rt.namespaced or self._namespace_check is None:
+        if self._namespace_check is None:
             return await self._create(ctx, namespace, obj, opts, prepared=prepared)
+        # Cluster-scoped creates are checked too ("" namespace): their logical cluster's state.
         release = await self._namespace_check(
-            ctx, namespace, self.rt, str(meta.get("name") or meta.get("generateName") or "Unknown")
+            ctx,
+            namespace if self.rt.namespaced else "",
+            self.rt,
+            str(meta.get("name") or meta.get("generateName") or "Unknown"),
         )
         try:
             return await self._create(ctx, namespace, obj, opts, prepared=prepared)

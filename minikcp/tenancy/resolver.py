@@ -8,7 +8,8 @@ stored under the raw path.
 Two bounded caches make resolution cost a dictionary lookup per segment once warm: (parent
 cluster, workspace name) -> child cluster, and cluster -> canonical path. Both hold only what
 requests touched; `run` drops entries when the Workspace or LogicalCluster behind them changes or
-goes away, so a deleted logical cluster leaves nothing behind.
+goes away, so a deleted logical cluster leaves nothing behind. The same watch of LogicalClusters
+tells the registry which logical clusters are being deleted, so that they refuse creates.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from __future__ import annotations
 import asyncio
 import collections
 from typing import Any
+
+import orjson
 
 from minikcp.apis import catalog
 from minikcp.machinery import errors
@@ -132,15 +135,41 @@ class ClusterResolver:
             tasks.create_task(self._follow(self.logical_cluster_type, workspaces=False))
 
     async def _follow(self, rt: catalog.ResourceType, *, workspaces: bool) -> None:
-        async for change in self._registry.changes(rt, after=self._registry.hub.revision):
+        after = self._registry.hub.revision
+        if not workspaces:
+            after = await self._list_terminating()
+        async for change in self._registry.changes(rt, after=after):
             self._epoch += 1
             if change is registry.RESYNC:
                 # Changes may have been missed: nothing cached can be trusted.
                 self._children.clear()
                 self._paths.clear()
+                if not workspaces:
+                    await self._list_terminating()
             elif workspaces:
                 child = self._children.pop((change.key.cluster, change.key.name), None)
                 if child is not None:
                     self._paths.pop(child, None)
             else:
                 self._paths.pop(change.key.cluster, None)
+                # Marked on Terminating, forgotten once gone (a phase never goes back).
+                if change.value is None:
+                    self._registry.namespaces.cluster_terminating(change.key.cluster, False)
+                elif _terminating(change.value):
+                    self._registry.namespaces.cluster_terminating(change.key.cluster)
+
+    async def _list_terminating(self) -> int:
+        """Every logical cluster being deleted refuses creates (the registry's check)."""
+        stored, revision = await self._registry.scan(self.logical_cluster_type, None)
+        for key, value in stored:
+            if _terminating(value):
+                self._registry.namespaces.cluster_terminating(key.cluster)
+        return revision
+
+
+def _terminating(value: bytes) -> bool:
+    # Decoded only when the bytes say it might be.
+    if b'"Terminating"' not in value:
+        return False
+    status = orjson.loads(value).get("status")
+    return isinstance(status, dict) and status.get("phase") == "Terminating"

@@ -4,8 +4,9 @@ Creating a Workspace in a parent logical cluster assigns it a fresh logical clus
 (`spec.cluster`) and its URL (`spec.URL`, the base URL plus `/clusters/<path>`) at once, with phase
 Initializing and kcp's finalizer. `initialize` then creates the child's LogicalCluster `cluster`
 (annotated with its path) and marks the Workspace Ready. `terminate` (once the Workspace is being
-deleted) marks it Terminating, deletes the child and every descendant logical cluster by storage
-prefix (`deletion.py`), and drops the finalizer, which completes the deletion.
+deleted) marks it Terminating, deletes the child and every descendant logical cluster
+(`deletion.py`: creates refused, objects with finalizers through the normal delete path and
+waited for, the rest by storage prefix), and drops the finalizer, which completes the deletion.
 
 As in kcp, whoever creates a Workspace (unless in system:masters, who may reach every cluster
 anyway) is recorded in its owner annotation and becomes cluster-admin of the new logical cluster
@@ -47,6 +48,10 @@ def _status_phase(obj: Mapping[str, Any]) -> str:
     status = obj.get("status")
     phase = status.get("phase") if isinstance(status, Mapping) else None
     return phase if isinstance(phase, str) else ""
+
+
+class Held(Exception):
+    """A deletion waits for objects with finalizers; the controller tries again shortly."""
 
 
 class WorkspaceAdmission(admission.Admission):
@@ -256,17 +261,16 @@ class Workspaces:
             workspace = await self._set_phase(self.workspaces, ctx, name, TERMINATING, workspace)
         child = (obj.get("spec") or {}).get("cluster")
         if child:
-            child_ctx = RequestContext(cluster=child)
-            try:
-                await self._set_status(
-                    self.logical_clusters, child_ctx, LOGICAL_CLUSTER_NAME, {"phase": TERMINATING}
-                )
-            except errors.StatusError as exc:
-                if exc.code != 404:
-                    raise
             deleted = await deletion.delete_tree(
-                self.registry, self.resolver, child, keep_top=True, found=self._note_deleting
+                self.registry,
+                self.resolver,
+                child,
+                keep_top=True,
+                found=self._note_deleting,
+                mark=self._mark_terminating,
             )
+            if deleted is None:
+                raise Held(f"workspace {name} waits for objects with finalizers in its clusters")
             logger.info("workspace %s:%s deleted %d logical clusters", ctx.cluster, name, deleted)
 
         def drop_finalizer(current: dict[str, Any] | None) -> dict[str, Any]:
@@ -286,9 +290,30 @@ class Workspaces:
             if exc.code != 404:
                 raise
 
+    async def _mark_terminating(self, cluster: str) -> None:
+        ctx = RequestContext(cluster=cluster)
+        current = await self.logical_clusters.find(ctx, "", LOGICAL_CLUSTER_NAME)
+        if current is None or _status_phase(current.stored_view()) == TERMINATING:
+            return
+        try:
+            await self._set_status(
+                self.logical_clusters, ctx, LOGICAL_CLUSTER_NAME, {"phase": TERMINATING}
+            )
+        except errors.StatusError as exc:
+            if exc.code != 404:
+                raise
+
     async def purge(self, cluster: str) -> None:
         """After a Workspace is gone: whatever its logical cluster still holds goes too."""
-        await deletion.delete_tree(self.registry, self.resolver, cluster, found=self._note_deleting)
+        deleted = await deletion.delete_tree(
+            self.registry,
+            self.resolver,
+            cluster,
+            found=self._note_deleting,
+            mark=self._mark_terminating,
+        )
+        if deleted is None:
+            raise Held(f"logical cluster {cluster} waits for objects with finalizers")
 
     async def _set_phase(
         self,
