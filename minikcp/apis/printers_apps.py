@@ -6,6 +6,7 @@ from a stored object read as 0, except spec.replicas, which v1 defaulting sets t
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Final
 
 from minikcp.apis import printer_base as base
@@ -63,19 +64,24 @@ DEPLOYMENT: Final = base.Printer(
 )
 
 
-def _replica_set_cells(obj: base.Obj, now: float) -> list[Any]:
-    spec, status = base.mapping(obj.get("spec")), base.mapping(obj.get("status"))
-    names, images = base.container_cells(base.template_containers(obj))
-    return [
-        base.name(obj),
-        _desired_replicas(spec),
-        base.integer(status.get("replicas")),
-        base.integer(status.get("readyReplicas")),
-        base.age(obj, now),
-        names,
-        images,
-        base.format_label_selector(spec.get("selector")),
-    ]
+def _replicated_cells(selector: Callable[[Any], str]) -> Callable[[base.Obj, float], list[Any]]:
+    """The row of a ReplicaSet or a ReplicationController, whose selectors print differently."""
+
+    def cells(obj: base.Obj, now: float) -> list[Any]:
+        spec, status = base.mapping(obj.get("spec")), base.mapping(obj.get("status"))
+        names, images = base.container_cells(base.template_containers(obj))
+        return [
+            base.name(obj),
+            _desired_replicas(spec),
+            base.integer(status.get("replicas")),
+            base.integer(status.get("readyReplicas")),
+            base.age(obj, now),
+            names,
+            images,
+            selector(spec.get("selector")),
+        ]
+
+    return cells
 
 
 REPLICA_SET: Final = base.Printer(
@@ -94,23 +100,8 @@ REPLICA_SET: Final = base.Printer(
             priority=1,
         ),
     ),
-    _replica_set_cells,
+    _replicated_cells(base.format_label_selector),
 )
-
-
-def _replication_controller_cells(obj: base.Obj, now: float) -> list[Any]:
-    spec, status = base.mapping(obj.get("spec")), base.mapping(obj.get("status"))
-    names, images = base.container_cells(base.template_containers(obj))
-    return [
-        base.name(obj),
-        _desired_replicas(spec),
-        base.integer(status.get("replicas")),
-        base.integer(status.get("readyReplicas")),
-        base.age(obj, now),
-        names,
-        images,
-        base.format_labels(spec.get("selector")),
-    ]
 
 
 REPLICATION_CONTROLLER: Final = base.Printer(
@@ -129,7 +120,7 @@ REPLICATION_CONTROLLER: Final = base.Printer(
             priority=1,
         ),
     ),
-    _replication_controller_cells,
+    _replicated_cells(base.format_labels),
 )
 
 

@@ -18,7 +18,7 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 
@@ -390,10 +390,17 @@ class BoundAPIs:
         return revision
 
 
-class ObservedStore(store.ResourceStore):
-    """A store whose own writes reach the index at once, before the hub brings them."""
+class ObservedIndex(Protocol):
+    """An index of stored objects that the watch keeps current."""
 
-    def __init__(self, *args: Any, index: BoundAPIs, **kwargs: Any) -> None:
+    def apply(self, key: str, value: bytes | None, revision: int) -> None: ...
+
+
+class ObservedStore(store.ResourceStore):
+    """A store whose own writes reach its index at once, before the hub brings them (so a
+    client that saw its write succeed finds the index updated)."""
+
+    def __init__(self, *args: Any, index: ObservedIndex, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._index = index
 

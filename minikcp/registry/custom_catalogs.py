@@ -24,7 +24,7 @@ import orjson
 
 from minikcp.apis import catalog, crds
 from minikcp.machinery import errors, go_text
-from minikcp.registry import bound_apis, keys, store
+from minikcp.registry import bound_apis, keys
 from minikcp.registry.objects import RequestContext, StoredObject, WriteOptions
 from storage import errors as storage_errors
 from storage import hub as storage_hub
@@ -234,21 +234,12 @@ def _creation_order(crd: Obj) -> tuple[str, str]:
     return (str(meta.get("creationTimestamp") or ""), str(meta.get("name") or ""))
 
 
-class CrdStore(store.ResourceStore):
+class CrdStore(bound_apis.ObservedStore):
     """The CRD store: its own writes reach the index at once, before the hub brings them."""
 
     def __init__(self, *args: Any, index: CustomCatalogs, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._index = index
-
-    def _observe(self, ctx: RequestContext, obj: StoredObject, opts: WriteOptions) -> None:
-        meta = obj.metadata
-        if opts.dry_run or not obj.revision:
-            return
-        if meta.get("deletionTimestamp") and not meta.get("finalizers"):
-            return  # the write completed a deletion: the hub brings it
-        key = self.key(ctx.cluster, "", str(meta.get("name") or ""))
-        self._index.apply(key, obj.value, obj.revision)
+        super().__init__(*args, index=index, **kwargs)
+        self._catalogs = index
 
     async def create(
         self,
@@ -263,8 +254,8 @@ class CrdStore(store.ResourceStore):
         spec = spec if isinstance(spec, Mapping) else {}
         names = spec.get("names")
         names = names if isinstance(names, Mapping) else {}
-        async with self._index.bound.claiming(ctx.cluster):
-            owner = self._index.bound.owner_of(
+        async with self._catalogs.bound.claiming(ctx.cluster):
+            owner = self._catalogs.bound.owner_of(
                 ctx.cluster, str(spec.get("group") or ""), str(names.get("plural") or "")
             )
             if owner is not None:
@@ -276,22 +267,7 @@ class CrdStore(store.ResourceStore):
                     + go_text.go_quote(owner),
                     group=self.rt.group,
                 )
-            created = await super().create(ctx, namespace, obj, opts, prepared=prepared)
-            self._observe(ctx, created, opts)
-        return created
-
-    async def guaranteed_update(
-        self,
-        ctx: RequestContext,
-        namespace: str,
-        name: str,
-        mutate: store.Mutation,
-        opts: WriteOptions,
-        **kwargs: Any,
-    ) -> StoredObject:
-        updated = await super().guaranteed_update(ctx, namespace, name, mutate, opts, **kwargs)
-        self._observe(ctx, updated, opts)
-        return updated
+            return await super().create(ctx, namespace, obj, opts, prepared=prepared)
 
     async def delete(
         self,
