@@ -12,7 +12,7 @@ from typing import Any
 
 from minikcp.apis import catalog, validation
 from minikcp.machinery import errors
-from minikcp.registry import rbac_policy, store
+from minikcp.registry import decoding, rbac_policy
 from minikcp.registry.objects import RequestContext, WriteOptions
 
 
@@ -41,8 +41,8 @@ class ReviewStore:
     async def create(
         self, ctx: RequestContext, obj: dict[str, Any], opts: WriteOptions
     ) -> dict[str, Any]:
-        store.check_type(self.rt, obj)
-        store.decode_checks(self.rt, ctx, obj, opts)
+        decoding.check_type(self.rt, obj)
+        decoding.decode_checks(self.rt, ctx, obj, opts)
         obj["apiVersion"] = self.rt.api_version
         obj["kind"] = self.rt.kind
         # Go prints the decoded object's zero metadata this way.

@@ -15,7 +15,7 @@ from typing import Any
 
 from minikcp.apis import catalog, definitions, validation
 from minikcp.machinery import errors, list_options, names, propagation, server_side_apply
-from minikcp.registry import codec, keys, label_prefilter
+from minikcp.registry import codec, decoding, keys, label_prefilter, noop_writes
 from minikcp.registry import storage_errors as interpreted
 from minikcp.registry.admission import Admission
 from minikcp.registry.objects import RequestContext, StoredObject, WriteOptions
@@ -213,7 +213,7 @@ class ResourceStore:
     # -- writes ---------------------------------------------------------------------------------
 
     def check_type(self, obj: Mapping[str, Any]) -> None:
-        check_type(self.rt, obj)
+        decoding.check_type(self.rt, obj)
 
     def _normalise(self, obj: dict[str, Any], namespace: str) -> dict[str, Any]:
         self.check_type(obj)
@@ -265,7 +265,7 @@ class ResourceStore:
         body_errors: Sequence[str] = (),
         patch: Callable[[], str] | None = None,
     ) -> None:
-        decode_checks(self.rt, ctx, obj, opts, body_errors=body_errors, patch=patch)
+        decoding.decode_checks(self.rt, ctx, obj, opts, body_errors=body_errors, patch=patch)
 
     def _managed_fields(
         self,
@@ -455,7 +455,7 @@ class ResourceStore:
                 await self.admission.admit_update(ctx, new, old)
             if managed:
                 self._managed_fields(new, old, opts, subresource)
-            if _unchanged(new, old):
+            if noop_writes.unchanged(new, old):
                 return current
             hook = None if subresource else self.admission
             if hook is not None:
@@ -662,91 +662,3 @@ class ResourceStore:
             return {"deletionTimestamp": _rfc3339(at), "deletionGracePeriodSeconds": period}
         period = self.strategy.graceful_period(current.view(), requested)
         return {"deletionTimestamp": _rfc3339(now + period), "deletionGracePeriodSeconds": period}
-
-
-def check_type(rt: catalog.ResourceType, obj: Mapping[str, Any]) -> None:
-    """The body's apiVersion and kind must be those of the endpoint (or absent)."""
-    api_version = obj.get("apiVersion")
-    kind = obj.get("kind")
-    if api_version not in (None, "") and api_version != rt.api_version:
-        raise errors.bad_request(
-            f"the API version in the data ({api_version}) does not match the expected API "
-            f"version ({rt.api_version})"
-        )
-    if kind not in (None, "") and kind != rt.kind:
-        raise errors.bad_request(
-            f"the kind in the data ({kind}) does not match the expected kind ({rt.kind})"
-        )
-    if not isinstance(obj.get("metadata", {}), dict):
-        raise errors.bad_request("metadata must be an object")
-
-
-def decode_checks(
-    rt: catalog.ResourceType,
-    ctx: RequestContext,
-    obj: dict[str, Any],
-    opts: WriteOptions,
-    *,
-    body_errors: Sequence[str] = (),
-    patch: Callable[[], str] | None = None,
-) -> None:
-    """What decoding into the kind's type does upstream: type errors, unknown fields.
-
-    Strict errors are `body_errors` (found while decoding the body) then unknown fields.
-    Under Strict they fail the request: 400, or for a patch (`patch` renders it) a 422 on
-    the field "patch" as apiserver's patch handler words it. Under Warn each is a warning.
-    Unknown fields are dropped from `obj` unless the request fails.
-    """
-    unknown = validation.checked_unknown_fields(rt, obj)
-    found = [*body_errors, *opts.body_strict_errors]
-    found += validation.unknown_field_warnings(unknown)
-    if not found:
-        return
-    if opts.field_validation == "Strict":
-        message = "strict decoding error: " + ", ".join(found)
-        if patch is None:
-            raise errors.bad_request(message)
-        raise errors.invalid(
-            "",
-            "",
-            [errors.Cause("FieldValueInvalid", f"Invalid value: {patch()}: {message}", "patch")],
-        )
-    if opts.field_validation == "Warn":
-        ctx.warnings.extend(found)
-    if unknown:
-        validation.prune_unknown_fields(rt, obj)
-
-
-def _unchanged(new: Mapping[str, Any], old: Mapping[str, Any]) -> bool:
-    """A write that changes nothing but managedFields timestamps is not written (as upstream)."""
-    if new.keys() != old.keys():
-        return False
-    for k, v in new.items():
-        if k == "metadata":
-            continue
-        if old.get(k) != v:
-            return False
-    new_meta, old_meta = dict(new["metadata"]), dict(old.get("metadata", {}))
-    for meta in (new_meta, old_meta):
-        meta.pop("resourceVersion", None)
-        meta.pop("managedFields", None)
-        annotations = meta.get("annotations")
-        if isinstance(annotations, dict) and codec.CLUSTER_ANNOTATION in annotations:
-            rest = {k: v for k, v in annotations.items() if k != codec.CLUSTER_ANNOTATION}
-            if rest:
-                meta["annotations"] = rest
-            else:
-                del meta["annotations"]
-    if new_meta != old_meta:
-        return False
-    return _same_managers(new.get("metadata", {}), old.get("metadata", {}))
-
-
-def _same_managers(new_meta: Mapping[str, Any], old_meta: Mapping[str, Any]) -> bool:
-    def owners(meta: Mapping[str, Any]) -> list[Any]:
-        return [
-            (m.get("manager"), m.get("operation"), m.get("fieldsV1"))
-            for m in meta.get("managedFields") or ()
-        ]
-
-    return owners(new_meta) == owners(old_meta)
