@@ -122,6 +122,14 @@ class EtcdStorage:
             more=bool(reply.more),
         )
 
+    async def count(self, prefix: str) -> int:
+        prefix = keys.check_prefix(prefix)
+        request = rpc.RangeRequest(
+            key=prefix.encode(), range_end=keys.prefix_end(prefix).encode(), count_only=True
+        )
+        reply = await self._call(self._kv.Range, request)
+        return int(reply.count)
+
     async def current_revision(self) -> int:
         reply = await self._call(
             self._kv.Range, rpc.RangeRequest(key=_ROOT, range_end=_ROOT_END, count_only=True)

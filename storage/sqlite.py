@@ -203,6 +203,13 @@ class SqliteStorage:
                 raise sqlite_reads.unavailable(err) from err
         return await self._read_in_thread(read)
 
+    async def count(self, prefix: str) -> int:
+        prefix = keys.check_prefix(prefix)
+        high = keys.prefix_end(prefix)
+        return await self._read_in_thread(
+            lambda conn: sqlite_reads.count_keys(conn, low=prefix, high=high)
+        )
+
     async def current_revision(self) -> int:
         return self._feed.revision
 

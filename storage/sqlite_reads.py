@@ -36,6 +36,8 @@ _RANGE = (
     "SELECT key, value, create_rev, mod_rev FROM kv WHERE key {op} ? AND key < ? "
     "ORDER BY key LIMIT ?"
 )
+# Answered from the primary key's index alone.
+_COUNT = "SELECT count(*) FROM kv WHERE key >= ? AND key < ?"
 _RANGE_UNCHANGED = (
     "SELECT key, value, create_rev, mod_rev FROM kv WHERE key {op} ? AND key < ? "
     "AND mod_rev <= ? ORDER BY key LIMIT ?"
@@ -95,6 +97,11 @@ def read_range(
     if more:
         del items[limit:]
     return RangeResult(items=items, revision=served, more=more)
+
+
+def count_keys(conn: sqlite3.Connection, *, low: str, high: str) -> int:
+    """Keys with low <= key < high."""
+    return int(conn.execute(_COUNT, (low, high)).fetchone()[0])
 
 
 def _snapshot_items(

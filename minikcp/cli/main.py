@@ -182,6 +182,14 @@ def _parser() -> argparse.ArgumentParser:
         help="serve /metrics and record request metrics (default true)",
     )
     observe.add_argument(
+        "--etcd-count-metric-poll-period",
+        default=60.0,
+        type=_seconds,
+        metavar="SECONDS",
+        help="seconds between counts of stored objects per resource, for "
+        "apiserver_storage_objects (0: not counted)",
+    )
+    observe.add_argument(
         "--audit-log-path", default="", help="write audit events to this file ('-': stdout)"
     )
     observe.add_argument(
@@ -330,6 +338,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.simulate_workloads
         else None,
         metrics=args.metrics,
+        count_metric_poll_period=args.etcd_count_metric_poll_period,
         audit_log=audit_log.Settings(
             path=args.audit_log_path,
             max_size_mb=args.audit_log_maxsize,

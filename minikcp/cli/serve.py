@@ -19,7 +19,7 @@ from aiohttp import web
 
 from minikcp.apis import catalog
 from minikcp.auth import authn, pki, service_accounts, tls, token_file
-from minikcp.cli import components, kubeconfigs, replication
+from minikcp.cli import components, kubeconfigs, replication, state_metrics
 from minikcp.machinery import audit_policy, rbac, users
 from minikcp.registry import pod_streams, registry, token_requests
 from minikcp.runtime import audit_log, leader_election, metrics
@@ -64,6 +64,8 @@ class ServeOptions:
     )
     # /metrics in Prometheus' format (off: nothing recorded per request).
     metrics: bool = True
+    # kube-apiserver's --etcd-count-metric-poll-period: seconds between object counts.
+    count_metric_poll_period: float = 60.0
     # kube-apiserver's --audit-log-path (with "-" for stdout) and --audit-policy-file.
     audit_log: audit_log.Settings | None = None
     audit_policy_file: Path | None = None
@@ -219,8 +221,9 @@ async def serve(options: ServeOptions) -> None:
             # A simulated physical cluster serves its Nodes; kcp serves none in logical clusters.
             simulating = options.simulate_workloads is not None
             types = catalog.Catalog.builtin()
+            measured = observer.metrics if observer is not None else None
             reg = await registry.Registry.open(
-                store,
+                store if measured is None else state_metrics.timed(store, measured),
                 hub,
                 service_account_tokens=token_requests.TokenSettings(sign=signing_key.sign),
                 root_ca=creds.ca_cert.read_text(),
@@ -257,8 +260,11 @@ async def serve(options: ServeOptions) -> None:
             background += replication.start_components(
                 tasks, wiring, options.controllers, options.simulate_workloads
             )
-            if observer is not None and observer.metrics is not None:
-                _hub_metrics(observer.metrics, hub)
+            if measured is not None:
+                _hub_metrics(measured, hub)
+                background += state_metrics.start(
+                    measured, reg, tasks, options.count_metric_poll_period
+                )
             if options.simulate_workloads is not None:
                 # On every replica, after the syncer's: a pod upsynced from a target is bound to
                 # the target's node, whose name a simulated node may share.

@@ -69,6 +69,9 @@ class FencedStorage:
             prefix, limit=limit, start_after=start_after, at_revision=at_revision
         )
 
+    def count(self, prefix: str) -> Coroutine[Any, Any, int]:
+        return self._store.count(prefix)
+
     async def create(self, key: str, value: bytes) -> Item:
         check()
         return await self._store.create(key, value)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import bisect
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -65,10 +65,11 @@ class Metrics:
             ("verb", "group", "version", "resource", "subresource", "scope", "component"),
             registry=registry,
         )
+        # Labelled by resource since Kubernetes 1.31 (by kind before).
         self.watch_events = Counter(
             "apiserver_watch_events_total",
             "Number of events sent in watch clients",
-            ("group", "version", "kind"),
+            ("group", "version", "resource"),
             registry=registry,
         )
         self.audit_events = Counter(
@@ -84,6 +85,8 @@ class Metrics:
             registry=registry,
         )
         registry.register(WorkQueueCollector())
+        self.storage = StorageStats()
+        registry.register(_StorageCollector(self.storage))
 
     def observe_request(self, labels: RequestLabels, code: str, seconds: float) -> None:
         series = self._series.get(labels)
@@ -99,6 +102,12 @@ class Metrics:
     ) -> None:
         """A series read when scraped from what a component already keeps (nothing recorded)."""
         self.registry.register(_Callback(name, documentation, read, counter))
+
+    def add_labelled_callback(
+        self, name: str, documentation: str, label: str, read: Callable[[], Mapping[str, float]]
+    ) -> None:
+        """A gauge with one label, its series read when scraped (e.g. counts by phase)."""
+        self.registry.register(_LabelledCallback(name, documentation, label, read))
 
     def exposition(self) -> bytes:
         return generate_latest(self.registry)
@@ -165,6 +174,96 @@ class _Callback(Collector):
     def collect(self) -> Iterator[Metric]:
         family = CounterMetricFamily if self._counter else GaugeMetricFamily
         yield family(self._name, self._doc, value=self._read())
+
+
+class _LabelledCallback(Collector):
+    def __init__(
+        self, name: str, documentation: str, label: str, read: Callable[[], Mapping[str, float]]
+    ) -> None:
+        self._name, self._doc, self._label, self._read = name, documentation, label, read
+
+    def collect(self) -> Iterator[Metric]:
+        family = GaugeMetricFamily(self._name, self._doc, labels=(self._label,))
+        for value, number in sorted(self._read().items()):
+            family.add_metric([value], number)
+        yield family
+
+
+# operation, group, resource (k8s.io/apiserver/pkg/storage/etcd3/metrics)
+StorageLabels = tuple[str, str, str]
+
+
+class StorageStats:
+    """What the store was asked and how long it took, as plain numbers (one event loop: no
+    locks), and the object counts last polled; exported on scrape."""
+
+    def __init__(self) -> None:
+        self.requests: dict[StorageLabels, _RequestSeries] = {}
+        self.errors: dict[StorageLabels, int] = {}
+        # (group, resource) -> objects stored, or -1 when the count failed (as upstream).
+        self.objects: dict[tuple[str, str], int] = {}
+
+    def observe(self, labels: StorageLabels, seconds: float, failed: bool) -> None:
+        series = self.requests.get(labels)
+        if series is None:
+            series = self.requests[labels] = _RequestSeries()
+        series.buckets[bisect.bisect_left(REQUEST_DURATION_BUCKETS, seconds)] += 1
+        series.sum += seconds
+        if failed:
+            self.errors[labels] = self.errors.get(labels, 0) + 1
+
+
+class _StorageCollector(Collector):
+    """etcd_request_duration_seconds, etcd_requests_total and etcd_request_errors_total (for
+    either backend: the SQLite store reports the same shape), apiserver_storage_objects and
+    apiserver_resource_objects."""
+
+    def __init__(self, stats: StorageStats) -> None:
+        self._stats = stats
+
+    def collect(self) -> Iterator[Metric]:
+        labels = ("operation", "group", "resource")
+        duration = HistogramMetricFamily(
+            "etcd_request_duration_seconds",
+            "Etcd request latency in seconds for each operation and object type.",
+            labels=labels,
+        )
+        total = CounterMetricFamily(
+            "etcd_requests",
+            "Etcd request counts for each operation and object type.",
+            labels=labels,
+        )
+        errors = CounterMetricFamily(
+            "etcd_request_errors",
+            "Etcd failed request counts for each operation and object type.",
+            labels=labels,
+        )
+        for key, series in list(self._stats.requests.items()):
+            cumulative, buckets = 0, []
+            for bound, count in zip(_REQUEST_BOUNDS, series.buckets, strict=True):
+                cumulative += count
+                buckets.append((bound, cumulative))
+            duration.add_metric(list(key), buckets, series.sum)
+            total.add_metric(list(key), cumulative)
+        for key, count in list(self._stats.errors.items()):
+            errors.add_metric(list(key), count)
+        objects = GaugeMetricFamily(
+            "apiserver_storage_objects",
+            "Number of stored objects at the time of last check split by kind. In case of a "
+            "fetching error, the value will be -1.",
+            labels=("resource",),
+        )
+        resource_objects = GaugeMetricFamily(
+            "apiserver_resource_objects",
+            "Number of stored objects at the time of last check split by kind. In case of a "
+            "fetching error, the value will be -1.",
+            labels=("group", "resource"),
+        )
+        for (group, resource), count in sorted(self._stats.objects.items()):
+            # schema.GroupResource.String(): "deployments.apps", "pods" for the core group.
+            objects.add_metric([f"{resource}.{group}" if group else resource], count)
+            resource_objects.add_metric([group, resource], count)
+        yield from (duration, total, errors, objects, resource_objects)
 
 
 _BOUNDS = (*(repr(b) for b in work_queue.DURATION_BUCKETS), "+Inf")

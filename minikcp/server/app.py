@@ -91,7 +91,7 @@ def build_app(
     resource_handler = resources.ResourceHandler(reg, pod_connectors, watch_events)
     other_handler = nonresource.NonResourceHandler(reg, ready=ready)
     export_workspace = virtual_workspaces.APIExportVirtualWorkspace(
-        reg, resource_handler, other_handler
+        reg, resource_handler, other_handler, observer
     )
     sessions = dashboard_sessions.Sessions(reg)
     dashboard_page = dashboard.Dashboard(sessions)

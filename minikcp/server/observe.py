@@ -13,6 +13,7 @@ from typing import Any
 import orjson
 from aiohttp import web
 
+from minikcp.auth import authn, authorizer
 from minikcp.machinery import audit_events, audit_policy, request_info, users
 from minikcp.runtime import audit_log, metrics
 from minikcp.server import encoding
@@ -21,6 +22,7 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 _INFO = "minikcp.request_info"
 _AUDIT = "minikcp.audit"
+_REFUSED = "minikcp.unauthenticated"
 _APPLY = "application/apply-patch+yaml"
 _METRIC_VERBS = {
     "get": "GET",
@@ -65,54 +67,31 @@ class Observer:
         request[_INFO] = info
         if self.auditing is None:
             return
+        if user is authn.ANONYMOUS and not authorizer.always_allowed(info):
+            # Refused with 401 next: audited as a failed authentication (no user), as
+            # kube-apiserver without anonymous auth does.
+            request[_REFUSED] = True
+            return
         verb = info.verb if info.is_resource_request else request.method.lower()
-        decision = self.auditing.policy.decide(
-            audit_policy.Attributes(
-                user=user.name,
-                groups=user.groups,
-                verb=verb,
-                is_resource_request=info.is_resource_request,
-                path=info.path,
-                group=info.group,
-                resource=info.resource,
-                subresource=info.subresource,
-                namespace=info.namespace,
-                name=info.name,
-            )
-        )
+        decision = self.auditing.policy.decide(_attributes(info, verb, user.name, user.groups))
         if decision.level == "None":
             return
-        audit_id = request.headers.get("Audit-ID") or str(uuid.uuid4())
-        pending = audit_events.Request(
-            audit_id=audit_id,
-            decision=decision,
-            request_uri=request.path_qs,
-            verb=verb,
-            user=user.to_dict(),
-            impersonated_user=impersonated.to_dict() if impersonated is not None else None,
-            source_ips=_source_ips(request),
-            user_agent=request.headers.get("User-Agent", ""),
-            received=time.time(),
-            object_ref=audit_events.object_ref(
-                resource=info.resource,
-                namespace=info.namespace,
-                name=info.name,
-                group=info.group,
-                version=info.version,
-                subresource=info.subresource,
-            )
-            if info.is_resource_request
-            else None,
-            annotations={audit_events.WORKSPACE_ANNOTATION: info.cluster},
+        pending = _pending(
+            request,
+            info,
+            verb,
+            decision,
+            user.to_dict(),
+            impersonated.to_dict() if impersonated is not None else None,
         )
         request[_AUDIT] = pending
         self._stage(pending, "RequestReceived")
 
-    def watch_events(self, group: str, version: str, kind: str) -> Callable[[], None]:
-        """The increment of apiserver_watch_events_total for one watch's kind."""
+    def watch_events(self, group: str, version: str, resource: str) -> Callable[[], None]:
+        """The increment of apiserver_watch_events_total for one watch's resource."""
         if self.metrics is None:
             return _nothing
-        return self.metrics.watch_events.labels(group, version, kind).inc
+        return self.metrics.watch_events.labels(group, version, resource).inc
 
     @contextlib.contextmanager
     def long_running(self, request: web.Request, info: request_info.RequestInfo) -> Iterator[None]:
@@ -154,7 +133,29 @@ class Observer:
         pending: audit_events.Request | None = request.get(_AUDIT)
         if pending is not None:
             await self._complete(request, response, pending)
+        elif (
+            response.status == 401
+            and self.auditing is not None
+            and (_INFO not in request or _REFUSED in request)
+        ):
+            self._unauthenticated(request, request.get(_INFO))
         return response
+
+    def _unauthenticated(self, request: web.Request, info: request_info.RequestInfo | None) -> None:
+        """A request that failed authentication: one event at ResponseStarted with no user and
+        the credentials tried, as upstream's WithFailedAuthenticationAudit writes it."""
+        assert self.auditing is not None
+        if info is None:
+            watch = request.query.get("watch", "") in ("true", "1")
+            info = request_info.parse(request.method, request.path, watch_param=watch)
+        verb = info.verb if info.is_resource_request else request.method.lower()
+        decision = self.auditing.policy.decide(_attributes(info, verb, "", ()))
+        if decision.level == "None" or "ResponseStarted" in decision.omit_stages:
+            return
+        pending = _pending(request, info, verb, decision, {}, None)
+        status = {"metadata": {}, "message": _auth_methods(request), "code": 401}
+        event = audit_events.event(pending, "ResponseStarted", time.time(), status=status)
+        self.auditing.emit(event)
 
     async def _complete(
         self, request: web.Request, response: web.StreamResponse, pending: audit_events.Request
@@ -188,6 +189,74 @@ class Observer:
 
 def _nothing() -> None:
     pass
+
+
+def _attributes(
+    info: request_info.RequestInfo, verb: str, user: str, groups: tuple[str, ...]
+) -> audit_policy.Attributes:
+    return audit_policy.Attributes(
+        user=user,
+        groups=groups,
+        verb=verb,
+        is_resource_request=info.is_resource_request,
+        path=info.path,
+        group=info.group,
+        resource=info.resource,
+        subresource=info.subresource,
+        namespace=info.namespace,
+        name=info.name,
+    )
+
+
+def _pending(
+    request: web.Request,
+    info: request_info.RequestInfo,
+    verb: str,
+    decision: audit_policy.Decision,
+    user: dict[str, Any],
+    impersonated: dict[str, Any] | None,
+) -> audit_events.Request:
+    return audit_events.Request(
+        audit_id=request.headers.get("Audit-ID") or str(uuid.uuid4()),
+        decision=decision,
+        request_uri=request.path_qs,
+        verb=verb,
+        user=user,
+        impersonated_user=impersonated,
+        source_ips=_source_ips(request),
+        user_agent=request.headers.get("User-Agent", ""),
+        received=time.time(),
+        object_ref=audit_events.object_ref(
+            resource=info.resource,
+            namespace=info.namespace,
+            name=info.name,
+            group=info.group,
+            version=info.version,
+            subresource=info.subresource,
+        )
+        if info.is_resource_request
+        else None,
+        annotations={audit_events.WORKSPACE_ANNOTATION: info.cluster},
+    )
+
+
+def _auth_methods(request: web.Request) -> str:
+    """What credentials a failed request carried (authn_audit.go getAuthMethods)."""
+    methods = []
+    scheme, _, credentials = request.headers.get("Authorization", "").strip().partition(" ")
+    if scheme.lower() == "basic":
+        methods.append("basic")
+    if scheme.lower() == "bearer" and credentials:
+        methods.append("bearer")
+    if request.query.get("access_token", "").strip():
+        methods.append("access_token")
+    transport = request.transport
+    tls = transport.get_extra_info("ssl_object") if transport is not None else None
+    if tls is not None and tls.getpeercert(binary_form=True):
+        methods.append("x509")
+    if methods:
+        return "Authentication failed, attempted: " + ", ".join(methods)
+    return "Authentication failed, no credentials provided"
 
 
 def _json_body(response: web.StreamResponse) -> Any:

@@ -301,7 +301,7 @@ class ResourceHandler:
         first = True
         sent = None
         if self._watch_events is not None:
-            sent = self._watch_events(rt.group, rt.version, rt.kind)
+            sent = self._watch_events(rt.group, rt.version, rt.plural)
         try:
             async for event in events:
                 if visible and event.object is not None and not _in_view(visible, event.object):

@@ -19,7 +19,7 @@ from minikcp.apis import api_exports
 from minikcp.auth import authorizer
 from minikcp.machinery import errors, go_text, rbac, request_info, users
 from minikcp.registry import export_views, registry
-from minikcp.server import encoding, nonresource, resources
+from minikcp.server import encoding, nonresource, observe, resources
 
 PREFIX = "/services/apiexport/"
 _NO_BINDING = "could not find suitable APIBinding in target logical cluster"
@@ -52,8 +52,10 @@ class APIExportVirtualWorkspace:
         reg: registry.Registry,
         resource_handler: resources.ResourceHandler,
         other_handler: nonresource.NonResourceHandler,
+        observer: observe.Observer | None = None,
     ) -> None:
         self.registry = reg
+        self._observer = observer
         self.views = export_views.ExportViews(reg)
         self._resources = resource_handler
         self._other = other_handler
@@ -62,6 +64,8 @@ class APIExportVirtualWorkspace:
         export_cluster, export_name, tail = split_path(request.path)
         watch = request.query.get("watch", "") in ("true", "1")
         info = request_info.parse(request.method, tail, watch_param=watch)
+        if self._observer is not None:  # audited and measured as the resource it serves
+            self._observer.received(request, info, user, None)
         attrs = authorizer.attributes(info, user, request.query)
         await self._authorize_content(attrs, export_cluster, export_name)
         view = await self.views.view(export_cluster, export_name)
@@ -73,6 +77,11 @@ class APIExportVirtualWorkspace:
             prefix = request.path.removesuffix(info.path)  # URLs in documents keep it
             return await self._other.handle(request, info, types=view.catalog, path_prefix=prefix)
         visible = await self._authorize_binding(request, view, info, attrs)
+        if self._observer is not None and info.verb == "watch":
+            with self._observer.long_running(request, info):
+                return await self._resources.handle(
+                    request, info, user, types=view.catalog, visible=visible
+                )
         return await self._resources.handle(
             request, info, user, types=view.catalog, visible=visible
         )

@@ -17,7 +17,7 @@ import aiohttp
 import orjson
 
 from minikcp.registry import fencing
-from minikcp.syncer import kubeconfig
+from minikcp.syncer import kubeconfig, metrics
 
 logger = logging.getLogger(__name__)
 
@@ -72,6 +72,7 @@ class DownstreamClient:
         self.limiter = TokenBucket(qps, burst)
         self.requests = 0  # requests sent, for metrics and benchmarks
         self.writes = 0  # create, apply, update and delete requests
+        self.stats = metrics.ClientStats()
         self._session: aiohttp.ClientSession | None = None
 
     def _sess(self) -> aiohttp.ClientSession:
@@ -98,7 +99,9 @@ class DownstreamClient:
         timeout: float | None = None,
     ) -> dict[str, Any]:
         """One request; returns the decoded body, raises DownstreamError or Unreachable."""
+        asked = time.perf_counter()
         await self.limiter.acquire()
+        self.stats.limiter_wait.observe(time.perf_counter() - asked)
         self.requests += 1
         if method != "GET":
             self.writes += 1
@@ -125,7 +128,9 @@ class DownstreamClient:
                     raw = await resp.read()
                     status = resp.status
             except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+                self.stats.response(method, metrics.UNREACHABLE)
                 raise Unreachable(f"{method} {path}: {str(exc) or type(exc).__name__}") from None
+            self.stats.response(method, status)
             if status == 401 and attempt == 0 and self.conn.exec_config is not None:
                 continue  # exec credentials may have expired early: fetch them once more
             break

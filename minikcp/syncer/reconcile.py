@@ -136,6 +136,7 @@ async def reconcile(ctx: Context, w: TargetWorker, key: ItemKey) -> float | None
                 # The namespace is gone (the cluster lost it): create it on the next attempt.
                 w.namespaces.cache.pop(("", dns), None)
             raise
+        w.sync_latency.written(key)
         if written.get("metadata"):
             cache.remember(written)
     w.errors.pop(key, None)

@@ -18,7 +18,7 @@ from typing import Any
 from minikcp.runtime import supervise
 from minikcp.runtime.work_queue import ShutDown, WorkQueue
 from minikcp.syncer import client as downstream
-from minikcp.syncer import informer, resources, translate
+from minikcp.syncer import informer, metrics, resources, translate
 
 logger = logging.getLogger(__name__)
 
@@ -114,10 +114,17 @@ class TargetWorker:
         # Downstream namespace -> (target uid, logical cluster, namespace): from the namespace
         # informer and from our own writes, to map downstream objects back to upstream keys.
         self.locations: dict[str, tuple[str, str, str]] = {}
+        self.sync_latency = metrics.SyncLatency()
+        metrics.track(self)
 
     @property
     def name(self) -> str:
         return self.ref.name
+
+    @property
+    def metrics_name(self) -> str:
+        """The target's `sync_target` label: `<logical cluster>:<name>`."""
+        return f"{self.ref.cluster}:{self.ref.name}"
 
     def serves_cluster(self, cluster: str) -> bool:
         return "*" in self.serves or cluster in self.serves
@@ -129,6 +136,7 @@ class TargetWorker:
     # -- events ---------------------------------------------------------------------------------
 
     def enqueue(self, key: ItemKey) -> None:
+        self.sync_latency.seen(key)
         self.queue.add(key)
 
     def _handler(self, resource: str) -> informer.Handler:
@@ -235,6 +243,7 @@ class TargetWorker:
                 )
             else:
                 self.queue.forget(key)
+                self.sync_latency.settled(key)
                 if requeue:
                     self.queue.add_after(key, float(requeue))
             finally:

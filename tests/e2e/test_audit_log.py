@@ -14,8 +14,12 @@ from typing import Any
 
 import orjson
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
+from prometheus_client.samples import Sample
 
 from tests import server_process
+from tests.e2e import api_export_manifests as m
+from tests.e2e import export_workspace as vw
 from tests.e2e.polling import eventually
 from tests.e2e.tenants import stop_cleanly
 from tests.server_process import ServerProcess
@@ -195,6 +199,87 @@ def test_users_failures_and_watches(tmp_path: Path, cluster: str) -> None:
         stop_cleanly(proc)
 
 
+def _anonymous(proc: ServerProcess, path: str) -> int:
+    ctx = ssl.create_default_context(cafile=str(proc.root / "ca.crt"))
+    try:
+        with urllib.request.urlopen(proc.base_url + path, context=ctx, timeout=10) as resp:
+            return int(resp.status)
+    except urllib.error.HTTPError as err:
+        with err:
+            return err.code
+
+
+def test_failed_authentication_is_audited_without_a_user(tmp_path: Path, cluster: str) -> None:
+    log = tmp_path / "audit.log"
+    proc = _start(tmp_path, "--audit-log-path", str(log))
+    try:
+        path = f"/clusters/{cluster}/api/v1/namespaces/full/secrets"
+        assert _as_token(proc, "no-such-token", path) == 401
+        assert _anonymous(proc, path + "/s1") == 401
+
+        # Who is refused by a user rule is still audited: no user is known yet.
+        def both() -> list[dict[str, Any]] | None:
+            found = _of(_events(log), cluster)
+            return found if len(found) == 2 else None
+
+        bearer, anonymous = sorted(eventually(both) or [], key=lambda e: str(e["verb"]))[::-1]
+        assert bearer["stage"] == anonymous["stage"] == "ResponseStarted"
+        assert bearer["user"] == anonymous["user"] == {}
+        assert bearer["verb"] == "list" and anonymous["verb"] == "get"
+        assert bearer["responseStatus"] == {
+            "metadata": {}, "code": 401, "message": "Authentication failed, attempted: bearer",
+        }  # fmt: skip
+        assert anonymous["responseStatus"]["message"] == (
+            "Authentication failed, no credentials provided"
+        )
+        assert anonymous["objectRef"] == {
+            "resource": "secrets", "namespace": "full", "name": "s1", "apiVersion": "v1",
+        }  # fmt: skip
+        assert bearer["requestURI"] == path
+    finally:
+        stop_cleanly(proc)
+
+
+def test_virtual_workspace_requests_are_audited_and_measured(tmp_path: Path, cluster: str) -> None:
+    log = tmp_path / "audit.log"
+    policy = (
+        "apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived]\nrules:\n"
+        "- level: Metadata\n  resources: [{group: example.kcp.io}]\n"
+    )
+    proc = _start(tmp_path, "--audit-log-path", str(log), policy=policy)
+    try:
+        provider_path, _ = vw.provider(proc, "provider")
+        consumer = vw.consumer(proc, "consumer", provider_path, accept=False)
+        path = vw.endpoint(proc, provider_path)
+        widgets = f"{path}/clusters/*/apis/{m.GROUP}/v1/widgets"
+        status, body = vw.call(proc, "GET", widgets)
+        assert status == 200, body
+        in_consumer = f"{path}/clusters/{consumer}/apis/{m.GROUP}/v1/namespaces/default/widgets"
+        status, body = vw.call(proc, "POST", in_consumer, vw.widget("w1"))
+        assert status == 201, body
+
+        def both() -> list[dict[str, Any]] | None:
+            found = [e for e in _events(log) if e["requestURI"].startswith(path)]
+            return found if len(found) == 2 else None
+
+        listed, created = sorted(eventually(both) or [], key=lambda e: str(e["verb"]))[::-1]
+        assert listed["verb"] == "list" and listed["stage"] == "ResponseComplete"
+        assert listed["objectRef"] == {
+            "resource": "widgets", "apiGroup": m.GROUP, "apiVersion": "v1",
+        }  # fmt: skip
+        assert listed["annotations"] == {"tenancy.kcp.io/workspace": "*"}
+        assert created["annotations"] == {"tenancy.kcp.io/workspace": consumer}
+        assert created["responseStatus"]["code"] == 201
+        samples = _metric_samples(proc, "apiserver_request_total")
+        assert any(
+            s.labels["resource"] == "widgets" and s.labels["verb"] == "LIST"
+            and s.labels["group"] == m.GROUP and s.labels["scope"] == "cluster"
+            for s in samples
+        ), samples  # fmt: skip
+    finally:
+        stop_cleanly(proc)
+
+
 def test_rotation_by_size_keeps_max_backups(tmp_path: Path, cluster: str) -> None:
     log = tmp_path / "audit.log"
     proc = _start(
@@ -249,6 +334,16 @@ def _metric(proc: ServerProcess, name: str) -> float:
         if line.startswith(name):
             return float(line.rsplit(" ", 1)[1])
     raise AssertionError(f"{name} not in /metrics")
+
+
+def _metric_samples(proc: ServerProcess, name: str) -> list[Sample]:
+    _, _, body = proc.request("GET", "/metrics")
+    return [
+        sample
+        for family in text_string_to_metric_families(body.decode())
+        for sample in family.samples
+        if sample.name == name
+    ]
 
 
 def test_full_buffer_drops_and_counts(tmp_path: Path, cluster: str) -> None:

@@ -26,6 +26,7 @@ TOKENS = 'tok-prom,prometheus,uid-prom,"system:monitoring"\ntok-dave,dave,uid-da
 REQUEST_LABELS = {
     "verb", "dry_run", "group", "version", "resource", "subresource", "scope", "component",
 }  # fmt: skip
+STORAGE_LABELS = {"operation", "group", "resource"}
 # name -> (type, label names) as kube-apiserver exposes them.
 EXPECTED = {
     "apiserver_request": ("counter", REQUEST_LABELS | {"code"}),
@@ -35,7 +36,11 @@ EXPECTED = {
         "gauge",
         {"verb", "group", "version", "resource", "subresource", "scope", "component"},
     ),
-    "apiserver_watch_events": ("counter", {"group", "version", "kind"}),
+    "apiserver_watch_events": ("counter", {"group", "version", "resource"}),
+    "apiserver_storage_objects": ("gauge", {"resource"}),
+    "apiserver_resource_objects": ("gauge", {"group", "resource"}),
+    "etcd_request_duration_seconds": ("histogram", STORAGE_LABELS | {"le"}),
+    "etcd_requests": ("counter", STORAGE_LABELS),
     "apiserver_audit_event": ("counter", set()),
     "apiserver_audit_error": ("counter", {"plugin"}),
     "process_cpu_seconds": ("counter", set()),
@@ -51,6 +56,8 @@ EXPECTED = {
     "minikcp_watch_hub_watchers": ("gauge", set()),
     "minikcp_watch_hub_lagging_watchers": ("gauge", set()),
     "minikcp_watch_hub_cut_off_watchers": ("counter", set()),
+    "minikcp_workspaces": ("gauge", {"phase"}),
+    "minikcp_logical_clusters": ("gauge", {"phase"}),
 }
 
 
@@ -59,7 +66,10 @@ def observed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess
     workdir = tmp_path_factory.mktemp("metrics")
     tokens = workdir / "tokens.csv"
     tokens.write_text(TOKENS)
-    proc = server_process.start_server(workdir, extra_args=("--token-auth-file", str(tokens)))
+    proc = server_process.start_server(
+        workdir,
+        extra_args=("--token-auth-file", str(tokens), "--etcd-count-metric-poll-period", "0.5"),
+    )
     yield proc
     stop_cleanly(proc)
 
@@ -159,12 +169,14 @@ def test_watches_are_long_running_and_count_their_events(
             )
         )
         events = "apiserver_watch_events_total"
-        before = _value(started["apiserver_watch_events"][1], events, kind="ConfigMap")
+        before = _value(started["apiserver_watch_events"][1], events, resource="configmaps")
         assert _value(started["minikcp_watch_hub_watchers"][1], "minikcp_watch_hub_watchers") >= 1
         observed.kubectl("create", "configmap", "w1", "-n", "default", cluster=cluster)
         eventually(
             lambda: (
-                _value(_scrape(observed)["apiserver_watch_events"][1], events, kind="ConfigMap")
+                _value(
+                    _scrape(observed)["apiserver_watch_events"][1], events, resource="configmaps"
+                )
                 > before
                 or None
             )
@@ -172,6 +184,68 @@ def test_watches_are_long_running_and_count_their_events(
     finally:
         watch.terminate()
         watch.wait(timeout=10)
+
+
+def test_storage_calls_and_object_counts(observed: ServerProcess, cluster: str) -> None:
+    def stored_configmaps() -> float:
+        return _value(
+            _scrape(observed)["apiserver_storage_objects"][1],
+            "apiserver_storage_objects",
+            resource="configmaps",
+        )
+
+    observed.kubectl("create", "configmap", "first", "-n", "default", cluster=cluster)
+    before = eventually(lambda: stored_configmaps() or None, what="configmaps counted")
+    for i in range(2):
+        observed.kubectl("create", "configmap", f"counted{i}", "-n", "default", cluster=cluster)
+    eventually(lambda: stored_configmaps() >= before + 2 or None, what=f"2 more than {before}")
+    families = _scrape(observed)
+    by_group = families["apiserver_resource_objects"][1]
+    assert _value(by_group, "apiserver_resource_objects", group="", resource="configmaps") == (
+        _value(families["apiserver_storage_objects"][1], "apiserver_storage_objects",
+               resource="configmaps")
+    )  # fmt: skip
+    assert _value(
+        by_group, "apiserver_resource_objects", group="tenancy.kcp.io", resource="workspaces"
+    ) == _value(
+        families["apiserver_storage_objects"][1],
+        "apiserver_storage_objects",
+        resource="workspaces.tenancy.kcp.io",
+    )
+    durations = families["etcd_request_duration_seconds"][1]
+    for operation in ("create", "get", "list", "listWithCount"):
+        assert _value(
+            durations,
+            "etcd_request_duration_seconds_count",
+            operation=operation,
+            resource="configmaps",
+        ), operation
+    created = _value(
+        families["etcd_requests"][1], "etcd_requests_total", operation="create", group="apps"
+    )
+    observed.kubectl("create", "deployment", "web", "--image=nginx", cluster=cluster)
+    moved = _value(
+        _scrape(observed)["etcd_requests"][1],
+        "etcd_requests_total",
+        operation="create",
+        group="apps",
+        resource="deployments",
+    )
+    assert moved == created + 1
+
+
+def test_workspaces_and_logical_clusters_by_phase(observed: ServerProcess) -> None:
+    def ready(name: str) -> float:
+        return _value(_scrape(observed)[name][1], name, phase="Ready")
+
+    workspaces, clusters = ready("minikcp_workspaces"), ready("minikcp_logical_clusters")
+    workspace = "apiVersion: tenancy.kcp.io/v1alpha1\nkind: Workspace\nmetadata: {name: counted}\n"
+    observed.kubectl("apply", "-f", "-", input=workspace)
+    observed.kubectl("wait", "--for=jsonpath={.status.phase}=Ready", "workspace/counted")
+    eventually(lambda: ready("minikcp_workspaces") == workspaces + 1 or None)
+    eventually(lambda: ready("minikcp_logical_clusters") == clusters + 1 or None)
+    observed.kubectl("delete", "workspace", "counted")
+    eventually(lambda: ready("minikcp_workspaces") == workspaces or None)
 
 
 def test_controller_queues_are_named(observed: ServerProcess, cluster: str) -> None:

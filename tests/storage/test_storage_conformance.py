@@ -34,6 +34,19 @@ async def test_create_assigns_the_next_revision(store: interface.Storage) -> Non
     assert await store.current_revision() == before + 1
 
 
+async def test_count_counts_the_keys_under_a_prefix_only(store: interface.Storage) -> None:
+    assert await store.count(K) == 0
+    for name in ("a", "b", "c"):
+        await store.create(K + name, b"x")
+    other = await store.create("/registry/core/secrets/root/default/a", b"x")
+    await store.delete(K + "b")
+    assert await store.count(K) == 2
+    assert await store.count("/registry/core/") == 3
+    assert await store.count(other.key) == 1
+    with pytest.raises(errors.InvalidKey):
+        await store.count("")
+
+
 async def test_get_of_a_missing_key_is_none(store: interface.Storage) -> None:
     assert await store.get(K + "missing") is None
 

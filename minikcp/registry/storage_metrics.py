@@ -1,0 +1,161 @@
+"""What the registry asks of storage, measured the way kube-apiserver measures etcd
+(k8s.io/apiserver/pkg/storage/etcd3/metrics): each call's latency by operation and the group and
+resource its key names, for either backend; and the stored objects per resource, counted now and
+then with a keys-only count per resource prefix (upstream polls once a minute), never on scrape.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncIterator, Callable, Iterable
+from typing import Any
+
+from storage import errors, interface
+from storage.types import Event, Item, RangeResult
+
+logger = logging.getLogger(__name__)
+
+# (operation, group, resource), seconds, failed
+Record = Callable[[tuple[str, str, str], float, bool], None]
+
+# Outcomes the caller asked about, not failures of the store (upstream's compare-and-swap misses
+# are not errors either).
+_ANSWERS = (
+    errors.KeyExists,
+    errors.NotFound,
+    errors.Conflict,
+    errors.Compacted,
+    errors.FutureRevision,
+    errors.InvalidKey,
+    errors.ValueTooLarge,
+)
+POLL_SECONDS = 60.0  # kube-apiserver's --etcd-count-metric-poll-period
+
+
+def group_resource(key: str) -> tuple[str, str]:
+    """(group, resource) of a key or prefix in kcp's layout `/registry/<group|core>/<resource>/`."""
+    parts = key.split("/", 4)
+    if len(parts) < 4 or parts[1] != "registry":
+        return "", ""
+    group = parts[2]
+    return ("" if group == "core" else group), parts[3]
+
+
+class TimedStorage:
+    """The store with every call timed; the revision, compaction and event stream pass through
+    (the watch hub's stream is not a request)."""
+
+    __slots__ = ("_labels", "_record", "_store")
+
+    def __init__(self, store: interface.Storage, record: Record) -> None:
+        self._store = store
+        self._record = record
+        # One label tuple per (operation, prefix) seen: no tuple built per call.
+        self._labels: dict[tuple[str, str], tuple[str, str, str]] = {}
+
+    def _labels_of(self, operation: str, key: str) -> tuple[str, str, str]:
+        cut = key.find("/", key.find("/", 10) + 1)  # past /registry/<group>/<resource>
+        stem = key[:cut] if cut > 0 else key
+        labels = self._labels.get((operation, stem))
+        if labels is None:
+            if len(self._labels) > 10_000:  # keys outside the layout must not grow it for ever
+                self._labels.clear()
+            labels = self._labels[(operation, stem)] = (operation, *group_resource(key))
+        return labels
+
+    async def _timed(self, operation: str, key: str, call: Any) -> Any:
+        start = time.perf_counter()
+        failed = True
+        try:
+            result = await call
+            failed = False
+            return result
+        except _ANSWERS:
+            failed = False
+            raise
+        finally:
+            self._record(self._labels_of(operation, key), time.perf_counter() - start, failed)
+
+    async def get(self, key: str) -> Item | None:
+        result: Item | None = await self._timed("get", key, self._store.get(key))
+        return result
+
+    async def range(
+        self,
+        prefix: str,
+        *,
+        limit: int = 0,
+        start_after: str | None = None,
+        at_revision: int | None = None,
+    ) -> RangeResult:
+        call = self._store.range(
+            prefix, limit=limit, start_after=start_after, at_revision=at_revision
+        )
+        result: RangeResult = await self._timed("list", prefix, call)
+        return result
+
+    async def count(self, prefix: str) -> int:
+        result: int = await self._timed("listWithCount", prefix, self._store.count(prefix))
+        return result
+
+    async def create(self, key: str, value: bytes) -> Item:
+        result: Item = await self._timed("create", key, self._store.create(key, value))
+        return result
+
+    async def update(self, key: str, value: bytes, *, expected_mod_rev: int) -> Item:
+        call = self._store.update(key, value, expected_mod_rev=expected_mod_rev)
+        result: Item = await self._timed("update", key, call)
+        return result
+
+    async def delete(self, key: str, *, expected_mod_rev: int | None = None) -> Item:
+        call = self._store.delete(key, expected_mod_rev=expected_mod_rev)
+        result: Item = await self._timed("delete", key, call)
+        return result
+
+    async def delete_prefix(self, prefix: str) -> list[Item]:
+        result: list[Item] = await self._timed(
+            "deleteCollection", prefix, self._store.delete_prefix(prefix)
+        )
+        return result
+
+    async def current_revision(self) -> int:
+        return await self._store.current_revision()
+
+    async def compacted_revision(self) -> int:
+        return await self._store.compacted_revision()
+
+    async def compact(self, revision: int) -> None:
+        await self._store.compact(revision)
+
+    def events_since(self, revision: int) -> AsyncIterator[Event]:
+        return self._store.events_since(revision)
+
+    async def close(self) -> None:
+        await self._store.close()
+
+
+async def poll_object_counts(
+    store: interface.Storage,
+    prefixes: Callable[[], Iterable[str]],
+    counts: dict[tuple[str, str], int],
+    *,
+    period: float = POLL_SECONDS,
+) -> None:
+    """Keep `counts[(group, resource)]` at the number of objects of each resource, one keys-only
+    count of `/registry/<group>/<resource>/` (custom resources of every CRD and export of that
+    name included) every `period` seconds; runs until cancelled."""
+    while True:
+        wanted = {group_resource(prefix) for prefix in prefixes()}
+        for group, resource in sorted(wanted):
+            try:
+                counts[(group, resource)] = await store.count(
+                    f"/registry/{group or 'core'}/{resource}/"
+                )
+            except errors.StorageError as exc:
+                logger.debug("counting %s.%s: %s", resource, group, exc)
+                counts[(group, resource)] = -1
+        for gone in set(counts) - wanted:
+            del counts[gone]
+        await asyncio.sleep(period)
