@@ -18,7 +18,7 @@ def timed(
     store: storage_interface.Storage, measured: metrics.Metrics
 ) -> storage_metrics.TimedStorage:
     """The store as the registry should use it: every call timed by operation and resource."""
-    return storage_metrics.TimedStorage(store, measured.storage.observe)
+    return storage_metrics.TimedStorage(store, measured.storage.series)
 
 
 def start(

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import datetime
-from dataclasses import dataclass, field
+import itertools
+import random
+from dataclasses import dataclass
 from typing import Any
+
+import orjson
 
 from minikcp.machinery import audit_policy
 
@@ -28,23 +32,51 @@ def timestamp(seconds: float) -> str:
 
 @dataclass(slots=True)
 class Request:
-    """What is known of a request when it is received, and what its response adds."""
+    """An audited request: its decision, when it came, and the Event fields every stage shares
+    (built once, encoded once at the first stage)."""
 
     audit_id: str
     decision: audit_policy.Decision
-    request_uri: str
-    verb: str
-    user: dict[str, Any]
-    source_ips: list[str]
-    user_agent: str
     received: float
-    object_ref: dict[str, str] | None = None
-    impersonated_user: dict[str, Any] | None = None
-    annotations: dict[str, str] = field(default_factory=dict)
-    received_at: str = ""  # `received` as the events write it, formatted once
+    received_at: str  # `received` as the events write it
+    common: dict[str, Any]
+    encoded: bytes = b""  # `common` encoded, without its closing brace
 
-    def __post_init__(self) -> None:
-        self.received_at = timestamp(self.received)
+
+def request(
+    *,
+    audit_id: str,
+    decision: audit_policy.Decision,
+    request_uri: str,
+    verb: str,
+    user: dict[str, Any],
+    source_ips: list[str],
+    user_agent: str,
+    received: float,
+    object_ref: dict[str, str] | None = None,
+    impersonated_user: dict[str, Any] | None = None,
+    annotations: dict[str, str] | None = None,
+) -> Request:
+    received_at = timestamp(received)
+    common: dict[str, Any] = {
+        "kind": "Event",
+        "apiVersion": "audit.k8s.io/v1",
+        "level": decision.level,
+        "auditID": audit_id,
+        "requestURI": request_uri,
+        "verb": verb,
+        "user": user,
+    }
+    if impersonated_user is not None:
+        common["impersonatedUser"] = impersonated_user
+    common["sourceIPs"] = source_ips
+    common["userAgent"] = user_agent
+    if object_ref is not None:
+        common["objectRef"] = object_ref
+    common["requestReceivedTimestamp"] = received_at
+    if annotations:
+        common["annotations"] = annotations
+    return Request(audit_id, decision, received, received_at, common)
 
 
 def object_ref(
@@ -63,7 +95,24 @@ def object_ref(
     return ref
 
 
-def event(
+def _id_prefix() -> str:
+    n = random.getrandbits(128)
+    n = (n & ~(0xC000 << 48) | 0x8000 << 48) & ~(0xF000 << 64) | 4 << 76
+    h = f"{n:032x}"
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-"
+
+
+# Audit IDs are version 4 UUIDs whose last 48 bits count up from a random start: unique in the
+# process by the count, across processes by the random rest, and cheap to make.
+_ID_PREFIX = _id_prefix()
+_ID_COUNT = itertools.count(random.getrandbits(40))
+
+
+def new_audit_id() -> str:
+    return f"{_ID_PREFIX}{next(_ID_COUNT) & 0xFFFFFFFFFFFF:012x}"
+
+
+def encode(
     request: Request,
     stage: str,
     now: float,
@@ -71,47 +120,45 @@ def event(
     status: dict[str, Any] | None = None,
     request_object: Any = None,
     response_object: Any = None,
-) -> dict[str, Any]:
-    """One Event at `stage`; objects only at the levels that keep them."""
-    level = request.decision.level
-    out: dict[str, Any] = {
-        "kind": "Event",
-        "apiVersion": "audit.k8s.io/v1",
-        "level": level,
-        "auditID": request.audit_id,
-        "stage": stage,
-        "requestURI": request.request_uri,
-        "verb": request.verb,
-        "user": request.user,
-    }
-    if request.impersonated_user is not None:
-        out["impersonatedUser"] = request.impersonated_user
-    out["sourceIPs"] = request.source_ips
-    out["userAgent"] = request.user_agent
-    if request.object_ref is not None:
-        out["objectRef"] = request.object_ref
+) -> bytes:
+    """One Event at `stage` as a JSON line; objects only at the levels that keep them. What all
+    stages share is encoded once per request; each stage appends its own fields to those bytes
+    (stage names and timestamps need no escaping)."""
+    common = request.encoded
+    if not common:
+        common = request.encoded = orjson.dumps(request.common)[:-1]
+    stamp = request.received_at if now == request.received else timestamp(now)
+    parts = [common, b',"stage":"', stage.encode(), b'","stageTimestamp":"', stamp.encode(), b'"']
     if status is not None:
-        out["responseStatus"] = status
+        parts += (b',"responseStatus":', orjson.dumps(status))
+    level = request.decision.level
     if level in ("Request", "RequestResponse") and request_object is not None:
-        out["requestObject"] = _without_managed_fields(request_object, request.decision)
+        obj = _without_managed_fields(request_object, request.decision)
+        parts += (b',"requestObject":', orjson.dumps(obj))
     if level == "RequestResponse" and response_object is not None:
-        out["responseObject"] = _without_managed_fields(response_object, request.decision)
-    out["requestReceivedTimestamp"] = request.received_at
-    out["stageTimestamp"] = timestamp(now)
-    if request.annotations:
-        out["annotations"] = request.annotations
-    return out
+        obj = _without_managed_fields(response_object, request.decision)
+        parts += (b',"responseObject":', orjson.dumps(obj))
+    parts.append(b"}\n")
+    return b"".join(parts)
 
 
 def response_status(code: int, body: Any) -> dict[str, Any]:
     """metav1.Status as the audit filter records it: the code, and for failures the Status's
     status, reason and message."""
+    if code < 300:
+        found = _SUCCESSES.get(code)
+        if found is None:
+            found = _SUCCESSES[code] = {"metadata": {}, "code": code}
+        return found  # shared: encoded, never changed
     out: dict[str, Any] = {"metadata": {}, "code": code}
-    if isinstance(body, dict) and body.get("kind") == "Status" and code >= 300:
+    if isinstance(body, dict) and body.get("kind") == "Status":
         for key in ("status", "message", "reason"):
             if body.get(key):
                 out[key] = body[key]
     return out
+
+
+_SUCCESSES: dict[int, dict[str, Any]] = {}
 
 
 def _without_managed_fields(obj: Any, decision: audit_policy.Decision) -> Any:

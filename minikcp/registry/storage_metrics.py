@@ -17,8 +17,10 @@ from storage.types import Event, Item, RangeResult
 
 logger = logging.getLogger(__name__)
 
-# (operation, group, resource), seconds, failed
-Record = Callable[[tuple[str, str, str], float, bool], None]
+# The recorder of one (operation, group, resource): (seconds, failed) -> None.
+Observe = Callable[[float, bool], None]
+# (operation, group, resource) -> its recorder, made once per label set.
+Series = Callable[[tuple[str, str, str]], Observe]
 
 # Outcomes the caller asked about, not failures of the store (upstream's compare-and-swap misses
 # are not errors either).
@@ -47,23 +49,25 @@ class TimedStorage:
     """The store with every call timed; the revision, compaction and event stream pass through
     (the watch hub's stream is not a request)."""
 
-    __slots__ = ("_labels", "_record", "_store")
+    __slots__ = ("_observers", "_series", "_store")
 
-    def __init__(self, store: interface.Storage, record: Record) -> None:
+    def __init__(self, store: interface.Storage, series: Series) -> None:
         self._store = store
-        self._record = record
-        # One label tuple per (operation, prefix) seen: no tuple built per call.
-        self._labels: dict[tuple[str, str], tuple[str, str, str]] = {}
+        self._series = series
+        # operation -> `/registry/<group>/<resource>` -> its recorder: a lookup per call.
+        self._observers: dict[str, dict[str, Observe]] = {}
 
-    def _labels_of(self, operation: str, key: str) -> tuple[str, str, str]:
-        cut = key.find("/", key.find("/", 10) + 1)  # past /registry/<group>/<resource>
-        stem = key[:cut] if cut > 0 else key
-        labels = self._labels.get((operation, stem))
-        if labels is None:
-            if len(self._labels) > 10_000:  # keys outside the layout must not grow it for ever
-                self._labels.clear()
-            labels = self._labels[(operation, stem)] = (operation, *group_resource(key))
-        return labels
+    def _observer(self, operation: str, key: str) -> Observe:
+        stem = key[: key.find("/", key.find("/", 10) + 1)]  # /registry/<group>/<resource>
+        by_stem = self._observers.get(operation)
+        if by_stem is None:
+            by_stem = self._observers[operation] = {}
+        found = by_stem.get(stem)
+        if found is None:
+            if len(by_stem) > 10_000:  # keys outside the layout must not grow it for ever
+                by_stem.clear()
+            found = by_stem[stem] = self._series((operation, *group_resource(key)))
+        return found
 
     async def _timed(self, operation: str, key: str, call: Any) -> Any:
         start = time.perf_counter()
@@ -76,11 +80,21 @@ class TimedStorage:
             failed = False
             raise
         finally:
-            self._record(self._labels_of(operation, key), time.perf_counter() - start, failed)
+            self._observer(operation, key)(time.perf_counter() - start, failed)
 
+    # The reads are the hot path: timed inline, without a second coroutine.
     async def get(self, key: str) -> Item | None:
-        result: Item | None = await self._timed("get", key, self._store.get(key))
-        return result
+        start = time.perf_counter()
+        failed = True
+        try:
+            item = await self._store.get(key)
+            failed = False
+            return item
+        except _ANSWERS:
+            failed = False
+            raise
+        finally:
+            self._observer("get", key)(time.perf_counter() - start, failed)
 
     async def range(
         self,
@@ -90,11 +104,19 @@ class TimedStorage:
         start_after: str | None = None,
         at_revision: int | None = None,
     ) -> RangeResult:
-        call = self._store.range(
-            prefix, limit=limit, start_after=start_after, at_revision=at_revision
-        )
-        result: RangeResult = await self._timed("list", prefix, call)
-        return result
+        start = time.perf_counter()
+        failed = True
+        try:
+            result = await self._store.range(
+                prefix, limit=limit, start_after=start_after, at_revision=at_revision
+            )
+            failed = False
+            return result
+        except _ANSWERS:
+            failed = False
+            raise
+        finally:
+            self._observer("list", prefix)(time.perf_counter() - start, failed)
 
     async def count(self, prefix: str) -> int:
         result: int = await self._timed("listWithCount", prefix, self._store.count(prefix))

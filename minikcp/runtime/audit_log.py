@@ -76,8 +76,19 @@ class AuditLog:
                 self._file.close()
 
     def _drain(self) -> None:
-        while self._buffer:
-            batch = [self._buffer.popleft() for _ in range(min(len(self._buffer), 1000))]
+        limit = self.settings.max_size_mb * 1024 * 1024
+        buffer = self._buffer
+        while buffer:
+            # A write ends where the file would pass its size limit: rotation falls between
+            # lines, and a file outgrows the limit only by a single line larger than it.
+            batch: list[bytes] = []
+            size = 0
+            while buffer and len(batch) < 1000:
+                if limit and batch and self._size + size + len(buffer[0]) > limit:
+                    break
+                line = buffer.popleft()
+                batch.append(line)
+                size += len(line)
             self._write(b"".join(batch))
 
     def _write(self, data: bytes) -> None:

@@ -72,10 +72,13 @@ class Metrics:
             ("group", "version", "resource"),
             registry=registry,
         )
-        self.audit_events = Counter(
+        # Counted once or twice per audited request: a plain number, not a locked counter.
+        self.audit_events = PlainCounter()
+        self.add_callback(
             "apiserver_audit_event_total",
             "Counter of audit events generated and sent to the audit backend.",
-            registry=registry,
+            self.audit_events.read,
+            counter=True,
         )
         self.audit_errors = Counter(
             "apiserver_audit_error_total",
@@ -88,7 +91,7 @@ class Metrics:
         self.storage = StorageStats()
         registry.register(_StorageCollector(self.storage))
 
-    def observe_request(self, labels: RequestLabels, code: str, seconds: float) -> None:
+    def observe_request(self, labels: RequestLabels, code: int, seconds: float) -> None:
         series = self._series.get(labels)
         if series is None:
             series = self._series[labels] = _RequestSeries()
@@ -113,11 +116,26 @@ class Metrics:
         return generate_latest(self.registry)
 
 
+class PlainCounter:
+    """A counter of the one event loop's events (no lock), read on scrape."""
+
+    __slots__ = ("value",)
+
+    def __init__(self) -> None:
+        self.value = 0
+
+    def inc(self) -> None:
+        self.value += 1
+
+    def read(self) -> float:
+        return self.value
+
+
 class _RequestSeries:
     __slots__ = ("buckets", "codes", "sum")
 
     def __init__(self) -> None:
-        self.codes: dict[str, int] = {}
+        self.codes: dict[int, int] = {}  # HTTP code -> requests
         self.buckets = [0] * (len(REQUEST_DURATION_BUCKETS) + 1)
         self.sum = 0.0
 
@@ -147,7 +165,7 @@ class _RequestCollector(Collector):
         )
         for labels, series in list(self._metrics._series.items()):
             for code, count in series.codes.items():
-                total.add_metric([*labels, code], count)
+                total.add_metric([*labels, str(code)], count)
             cumulative, buckets = 0, []
             for bound, count in zip(_REQUEST_BOUNDS, series.buckets, strict=True):
                 cumulative += count
@@ -203,14 +221,20 @@ class StorageStats:
         # (group, resource) -> objects stored, or -1 when the count failed (as upstream).
         self.objects: dict[tuple[str, str], int] = {}
 
-    def observe(self, labels: StorageLabels, seconds: float, failed: bool) -> None:
+    def series(self, labels: StorageLabels) -> Callable[[float, bool], None]:
+        """The recorder of one label set, made once: recording is then a bisect and two adds."""
         series = self.requests.get(labels)
         if series is None:
             series = self.requests[labels] = _RequestSeries()
-        series.buckets[bisect.bisect_left(REQUEST_DURATION_BUCKETS, seconds)] += 1
-        series.sum += seconds
-        if failed:
-            self.errors[labels] = self.errors.get(labels, 0) + 1
+        buckets, errors = series.buckets, self.errors
+
+        def observe(seconds: float, failed: bool) -> None:
+            buckets[bisect.bisect_left(REQUEST_DURATION_BUCKETS, seconds)] += 1
+            series.sum += seconds
+            if failed:
+                errors[labels] = errors.get(labels, 0) + 1
+
+        return observe
 
 
 class _StorageCollector(Collector):

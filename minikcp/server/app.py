@@ -131,12 +131,7 @@ def build_app(
     async def serve(request: web.Request) -> web.StreamResponse:
         return await status_errors(request, dispatch)
 
-    async def observed(request: web.Request) -> web.StreamResponse:
-        # Outside status_errors: it sees the Status every failure becomes.
-        assert observer is not None
-        return await observer.middleware(request, serve)
-
-    app.router.add_route("*", "/{tail:.*}", serve if observer is None else observed)
+    app.router.add_route("*", "/{tail:.*}", serve if observer is None else observer.wrap(serve))
     return app
 
 

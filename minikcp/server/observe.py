@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import time
-import uuid
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
@@ -46,8 +45,8 @@ class Auditing:
         self.log = log
         self._count = counter
 
-    def emit(self, event: dict[str, Any]) -> None:
-        if self.log.write(orjson.dumps(event) + b"\n"):
+    def emit(self, line: bytes) -> None:
+        if self.log.write(line):
             self._count()
 
 
@@ -73,7 +72,7 @@ class Observer:
             request[_REFUSED] = True
             return
         verb = info.verb if info.is_resource_request else request.method.lower()
-        decision = self.auditing.policy.decide(_attributes(info, verb, user.name, user.groups))
+        decision = self.auditing.policy.decide_for(user.name, user.groups, verb, info)
         if decision.level == "None":
             return
         pending = _pending(
@@ -85,7 +84,8 @@ class Observer:
             impersonated.to_dict() if impersonated is not None else None,
         )
         request[_AUDIT] = pending
-        self._stage(pending, "RequestReceived")
+        if "RequestReceived" not in decision.omit_stages:
+            self.auditing.emit(audit_events.encode(pending, "RequestReceived", pending.received))
 
     def watch_events(self, group: str, version: str, resource: str) -> Callable[[], None]:
         """The increment of apiserver_watch_events_total for one watch's resource."""
@@ -115,31 +115,36 @@ class Observer:
             gauge.dec()
             inflight[0] += 1
 
-    @web.middleware
-    async def middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:
-        start = time.perf_counter()
+    def wrap(self, handler: Handler) -> Handler:
+        """The handler measured and audited around (outside its Status errors, so it sees the
+        Status every failure becomes): one coroutine, no middleware chain."""
         registry = self.metrics
-        kind = 0 if request.method in ("GET", "HEAD") else 1  # readOnly, mutating
-        if registry is not None:
-            registry.inflight[kind] += 1
-        try:
-            response = await handler(request)
-        finally:
+        inflight = registry.inflight if registry is not None else [0, 0]
+        perf_counter = time.perf_counter
+
+        async def observed(request: web.Request) -> web.StreamResponse:
+            start = perf_counter()
+            kind = 0 if request.method in ("GET", "HEAD") else 1  # readOnly, mutating
+            inflight[kind] += 1
+            try:
+                response = await handler(request)
+            finally:
+                inflight[kind] -= 1
             if registry is not None:
-                registry.inflight[kind] -= 1
-        if registry is not None:
-            labels = _request_labels(request, request.get(_INFO))
-            registry.observe_request(labels, str(response.status), time.perf_counter() - start)
-        pending: audit_events.Request | None = request.get(_AUDIT)
-        if pending is not None:
-            await self._complete(request, response, pending)
-        elif (
-            response.status == 401
-            and self.auditing is not None
-            and (_INFO not in request or _REFUSED in request)
-        ):
-            self._unauthenticated(request, request.get(_INFO))
-        return response
+                labels = _request_labels(request, request.get(_INFO))
+                registry.observe_request(labels, response.status, perf_counter() - start)
+            pending: audit_events.Request | None = request.get(_AUDIT)
+            if pending is not None:
+                await self._complete(request, response, pending)
+            elif (
+                response.status == 401
+                and self.auditing is not None
+                and (_INFO not in request or _REFUSED in request)
+            ):
+                self._unauthenticated(request, request.get(_INFO))
+            return response
+
+        return observed
 
     def _unauthenticated(self, request: web.Request, info: request_info.RequestInfo | None) -> None:
         """A request that failed authentication: one event at ResponseStarted with no user and
@@ -149,63 +154,60 @@ class Observer:
             watch = request.query.get("watch", "") in ("true", "1")
             info = request_info.parse(request.method, request.path, watch_param=watch)
         verb = info.verb if info.is_resource_request else request.method.lower()
-        decision = self.auditing.policy.decide(_attributes(info, verb, "", ()))
+        decision = self.auditing.policy.decide_for("", (), verb, info)
         if decision.level == "None" or "ResponseStarted" in decision.omit_stages:
             return
         pending = _pending(request, info, verb, decision, {}, None)
         status = {"metadata": {}, "message": _auth_methods(request), "code": 401}
-        event = audit_events.event(pending, "ResponseStarted", time.time(), status=status)
-        self.auditing.emit(event)
+        self.auditing.emit(
+            audit_events.encode(pending, "ResponseStarted", time.time(), status=status)
+        )
 
     async def _complete(
         self, request: web.Request, response: web.StreamResponse, pending: audit_events.Request
     ) -> None:
-        level = pending.decision.level
-        # The body is read back only for what the event keeps: a failure's Status, or the
-        # response object at RequestResponse.
-        wanted = level == "RequestResponse" or response.status >= 300
-        body = _json_body(response) if wanted else None
         if not response.prepared:
             response.headers["Audit-Id"] = pending.audit_id
+        decision = pending.decision
+        if "ResponseComplete" in decision.omit_stages:
+            return
+        assert self.auditing is not None
+        level, code = decision.level, response.status
+        if level == "Metadata":  # the usual level: nothing to decode
+            body = _json_body(response) if code >= 300 else None
+            status = audit_events.response_status(code, body)
+            self.auditing.emit(
+                audit_events.encode(pending, "ResponseComplete", time.time(), status=status)
+            )
+            return
+        # The body is read back only for what the event keeps: a failure's Status, or the
+        # response object at RequestResponse.
+        wanted = level == "RequestResponse" or code >= 300
+        body = _json_body(response) if wanted else None
         request_object = None
-        if level in ("Request", "RequestResponse") and request.method in _WITH_BODY:
+        if request.method in _WITH_BODY:
             content_type = request.headers.get("Content-Type", encoding.JSON)
             with contextlib.suppress(Exception):  # the handler read it; aiohttp keeps it
                 request_object = encoding.decode_body(await request.read(), content_type)
-        self._stage(
+        line = audit_events.encode(
             pending,
             "ResponseComplete",
-            status=audit_events.response_status(response.status, body),
+            time.time(),
+            status=audit_events.response_status(code, body),
             request_object=request_object,
             response_object=body if level == "RequestResponse" else None,
         )
+        self.auditing.emit(line)
 
     def _stage(self, pending: audit_events.Request, stage: str, **parts: Any) -> None:
         assert self.auditing is not None
         if stage in pending.decision.omit_stages:
             return
-        self.auditing.emit(audit_events.event(pending, stage, time.time(), **parts))
+        self.auditing.emit(audit_events.encode(pending, stage, time.time(), **parts))
 
 
 def _nothing() -> None:
     pass
-
-
-def _attributes(
-    info: request_info.RequestInfo, verb: str, user: str, groups: tuple[str, ...]
-) -> audit_policy.Attributes:
-    return audit_policy.Attributes(
-        user=user,
-        groups=groups,
-        verb=verb,
-        is_resource_request=info.is_resource_request,
-        path=info.path,
-        group=info.group,
-        resource=info.resource,
-        subresource=info.subresource,
-        namespace=info.namespace,
-        name=info.name,
-    )
 
 
 def _pending(
@@ -216,8 +218,8 @@ def _pending(
     user: dict[str, Any],
     impersonated: dict[str, Any] | None,
 ) -> audit_events.Request:
-    return audit_events.Request(
-        audit_id=request.headers.get("Audit-ID") or str(uuid.uuid4()),
+    return audit_events.request(
+        audit_id=request.headers.get("Audit-ID") or audit_events.new_audit_id(),
         decision=decision,
         request_uri=request.path_qs,
         verb=verb,
@@ -272,7 +274,10 @@ def _json_body(response: web.StreamResponse) -> Any:
 
 
 def _source_ips(request: web.Request) -> list[str]:
-    forwarded = request.headers.get("X-Forwarded-For", "")
+    forwarded = request.headers.get("X-Forwarded-For")
+    if not forwarded:
+        remote = request.remote
+        return [remote] if remote else []
     ips = [ip.strip() for ip in forwarded.split(",") if ip.strip()]
     if request.remote and request.remote not in ips:
         ips.append(request.remote)
