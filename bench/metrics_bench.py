@@ -1,16 +1,19 @@
 """What /metrics and the audit log cost: server CPU per request with metrics on and off (and with
 an audit log at Metadata level), and /metrics scrape latency after requests to many logical
-clusters (no series per logical cluster, so the scrape does not grow with them).
+clusters and with many Workspaces (no series per logical cluster, so the scrape does not grow
+with them).
 
 Two servers run side by side and the request rounds alternate between them, so load from others
 on the machine falls on both alike.
 Run: python bench/metrics_bench.py [--requests 4000] [--rounds 3] [--clusters 10000]
+                                   [--workspaces 10000]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import re
 import statistics
 import sys
 import tempfile
@@ -61,18 +64,49 @@ async def _requests(
         return (measure.cpu_seconds(server.process.pid) - before) / n * 1e6
 
 
-async def _scrape(server: server_process.ServerProcess, times: int) -> tuple[float, int, int]:
-    """Median /metrics latency (ms), its size in bytes and series."""
+async def _workspaces(server: server_process.ServerProcess, n: int, clients: int) -> float:
+    """Creates n Workspaces in root and waits until /metrics counts them Ready; seconds taken."""
+    connector = aiohttp.TCPConnector(ssl=server.ssl_context(), limit=clients)
+    url = f"{server.base_url}/clusters/root/apis/tenancy.kcp.io/v1alpha1/workspaces"
+    t0 = time.perf_counter()
+    async with aiohttp.ClientSession(connector=connector) as session:
+
+        async def create(i: int) -> None:
+            body = {"apiVersion": "tenancy.kcp.io/v1alpha1", "kind": "Workspace",
+                    "metadata": {"name": f"ws-{i}"}}  # fmt: skip
+            async with session.post(url, data=orjson.dumps(body), headers=_JSON) as r:
+                assert r.status in (201, 409), await r.text()
+
+        await measure.run_clients(range(n), clients, create)
+        ready = re.compile(rb'^minikcp_workspaces\{phase="Ready"\} (\S+)$', re.M)
+        while True:
+            async with session.get(f"{server.base_url}/metrics") as r:
+                found = ready.search(await r.read())
+            if found and float(found.group(1)) >= n:
+                return time.perf_counter() - t0
+            await asyncio.sleep(1)
+
+
+_JSON = {"Content-Type": "application/json"}
+
+
+async def _scrape(server: server_process.ServerProcess, times: int) -> str:
+    """Median /metrics latency, the server CPU per scrape, its size in bytes and series."""
     connector = aiohttp.TCPConnector(ssl=server.ssl_context())
     async with aiohttp.ClientSession(connector=connector) as session:
         took, body = [], b""
+        before = measure.cpu_seconds(server.process.pid)
         for _ in range(times):
             t0 = time.perf_counter()
             async with session.get(f"{server.base_url}/metrics") as r:
                 body = await r.read()
             took.append((time.perf_counter() - t0) * 1000)
+        cpu = (measure.cpu_seconds(server.process.pid) - before) / times * 1000
     series = sum(1 for line in body.splitlines() if line and not line.startswith(b"#"))
-    return statistics.median(took), len(body), series
+    return (
+        f"{statistics.median(took):.2f} ms (server CPU {cpu:.1f} ms), {len(body)} bytes, "
+        f"{series} series"
+    )
 
 
 def main() -> None:
@@ -81,6 +115,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--clients", type=int, default=16)
     parser.add_argument("--clusters", type=int, default=10_000)
+    parser.add_argument("--workspaces", type=int, default=10_000)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
@@ -108,14 +143,14 @@ def main() -> None:
                 mid = statistics.median(values)
                 print(f"{name:32s} {mid:8.1f} us/request  {100 * (mid / base - 1):+6.1f}%")
             on = servers["metrics on"]
-            ms, size, series = asyncio.run(_scrape(on, 20))
-            print(f"/metrics before: {ms:.2f} ms, {size} bytes, {series} series")
+            print(f"/metrics before: {asyncio.run(_scrape(on, 20))}")
             asyncio.run(_requests(on, args.clusters, args.clients, clusters=args.clusters))
-            ms, size, series = asyncio.run(_scrape(on, 20))
-            print(
-                f"/metrics after requests to {args.clusters} logical clusters: "
-                f"{ms:.2f} ms, {size} bytes, {series} series"
-            )
+            scraped = asyncio.run(_scrape(on, 20))
+            print(f"/metrics after requests to {args.clusters} logical clusters: {scraped}")
+            took = asyncio.run(_workspaces(on, args.workspaces, args.clients))
+            scraped = asyncio.run(_scrape(on, 20))
+            made = f"{args.workspaces} Ready workspaces (made in {took:.0f} s)"
+            print(f"/metrics with {made}: {scraped}")
         finally:
             for server in servers.values():
                 server.stop()

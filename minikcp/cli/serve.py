@@ -263,7 +263,7 @@ async def serve(options: ServeOptions) -> None:
             if measured is not None:
                 _hub_metrics(measured, hub)
                 background += state_metrics.start(
-                    measured, reg, tasks, options.count_metric_poll_period
+                    measured, reg, store, tasks, options.count_metric_poll_period
                 )
             if options.simulate_workloads is not None:
                 # On every replica, after the syncer's: a pod upsynced from a target is bound to

@@ -213,7 +213,7 @@ def test_storage_calls_and_object_counts(observed: ServerProcess, cluster: str) 
         resource="workspaces.tenancy.kcp.io",
     )
     durations = families["etcd_request_duration_seconds"][1]
-    for operation in ("create", "get", "list", "listWithCount"):
+    for operation in ("create", "get", "list"):
         assert _value(
             durations,
             "etcd_request_duration_seconds_count",
