@@ -6,6 +6,7 @@
     kubectl ws .               print the current workspace (also `kubectl ws current`)
     kubectl ws tree            the workspaces below the current one
     kubectl ws create NAME [--type TYPE] [--enter] [--ignore-existing]
+    kubectl ws delete NAME [--timeout SECONDS]   the workspace and its tree, with progress
 
 It edits the kubeconfig as kcp-dev/cli's plugin does: the server URL's part before `/clusters/` is
 the base URL; the cluster and context `workspace.kcp.io/current` point at the new workspace, and
@@ -33,6 +34,7 @@ CURRENT = "workspace.kcp.io/current"
 PREVIOUS = "workspace.kcp.io/previous"
 _WORKSPACES = "/apis/tenancy.kcp.io/v1alpha1/workspaces"
 _READY_TIMEOUT = 60.0
+_DELETE_TIMEOUT = 300.0
 
 
 class PluginError(Exception):
@@ -362,6 +364,44 @@ def create(config: Kubeconfig, args: argparse.Namespace) -> None:
         use(config, args.name)
 
 
+def delete(config: Kubeconfig, args: argparse.Namespace) -> None:
+    """Deletes a child Workspace (and the tree below it) and prints how the deletion goes until
+    it is gone: its phase, the finalizers it still waits for."""
+    parsed = parse_cluster_url(config.server())
+    if parsed is None:
+        raise PluginError(f"current URL {config.server()!r} does not point to a workspace")
+    base, current = parsed
+    client = config.client()
+    url = f"{base}/clusters/{current}{_WORKSPACES}/{args.name}"
+    status, body = client.request("DELETE", url)
+    if status not in (200, 202):
+        raise PluginError(_error_text(status, body))
+    print(f'Workspace "{args.name}" is being deleted with the workspaces below it.')
+    deadline = time.monotonic() + args.timeout
+    shown = ""
+    while True:
+        status, found = client.get(url)
+        if status == 404:
+            print(f'Workspace "{args.name}" deleted.')
+            return
+        if status != 200 or not isinstance(found, dict):
+            raise PluginError(_error_text(status, found))
+        progress = _deletion_progress(found)
+        if progress != shown:
+            print(progress)
+            shown = progress
+        if time.monotonic() > deadline:
+            raise PluginError(f'workspace "{args.name}" not deleted after {args.timeout:g}s')
+        time.sleep(0.2)
+
+
+def _deletion_progress(workspace: dict[str, Any]) -> str:
+    phase = (workspace.get("status") or {}).get("phase") or "Unknown"
+    finalizers = (workspace.get("metadata") or {}).get("finalizers") or []
+    waiting = f", waiting for {', '.join(finalizers)}" if finalizers else ""
+    return f"  phase {phase}{waiting}"
+
+
 def _error_text(status: int, body: Any) -> str:
     if isinstance(body, dict) and body.get("message"):
         return str(body["message"])
@@ -394,6 +434,9 @@ def _sub_parser(prog: str, command: str) -> argparse.ArgumentParser:
         parser.add_argument("--ignore-existing", action="store_true")
     elif command == "tree":
         parser.add_argument("-f", "--full", action="store_true")
+    elif command == "delete":
+        parser.add_argument("name")
+        parser.add_argument("--timeout", type=float, default=_DELETE_TIMEOUT)
     elif command in ("use", "current"):
         parser.add_argument("--short", action="store_true")
         if command == "use":
@@ -421,13 +464,15 @@ def run(argv: Sequence[str], prog: str = "kubectl ws") -> int:
     args = list(argv)
     command = _command(args)
     try:
-        if command in ("create", "tree", "use", "current"):
+        if command in ("create", "delete", "tree", "use", "current"):
             rest = list(args)
             rest.remove(command)
             options = _sub_parser(prog, command).parse_args(rest)
             config = Kubeconfig(kubeconfig_path(options.kubeconfig), options.context)
             if command == "create":
                 create(config, options)
+            elif command == "delete":
+                delete(config, options)
             elif command == "tree":
                 tree(config, full=options.full)
             elif command == "use":

@@ -95,3 +95,24 @@ def test_a_finalizer_holds_the_workspace_deletion(
     _, _, body = server.request("GET", "/clusters/*/api/v1/configmaps")
     left = {i["metadata"]["name"] for i in json.loads(body)["items"]}
     assert not left & {"kept", "plain", "late"}
+
+
+def test_minikcp_ws_delete_prints_progress_until_the_tree_is_gone(
+    server: server_process.ServerProcess, tmp_path: Path
+) -> None:
+    shell = WorkspaceShell.fresh(server, tmp_path / "home")
+    shell.kubectl("ws", "create", "doomed", "--enter")
+    shell.kubectl("ws", "create", "below", "--enter")
+    shell.kubectl("create", "configmap", "plain")
+    shell.kubectl("ws", "root")
+    result = shell.minikcp("ws", "delete", "doomed")
+    lines = result.stdout.splitlines()
+    assert lines[0] == 'Workspace "doomed" is being deleted with the workspaces below it.'
+    assert lines[-1] == 'Workspace "doomed" deleted.'
+    assert all(line.startswith("  phase ") for line in lines[1:-1]), lines
+    assert shell.kubectl("get", "workspace", "doomed", check=False).returncode != 0
+    missing = shell.minikcp("ws", "delete", "doomed", check=False)
+    assert missing.returncode == 1
+    assert missing.stderr.strip().splitlines() == [
+        'Error: workspaces.tenancy.kcp.io "doomed" not found'
+    ]
