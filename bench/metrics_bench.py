@@ -141,7 +141,9 @@ def main() -> None:
             base = statistics.median(cpu["metrics off"])
             for name, values in cpu.items():
                 mid = statistics.median(values)
-                print(f"{name:32s} {mid:8.1f} us/request  {100 * (mid / base - 1):+6.1f}%")
+                change = f"{100 * (mid / base - 1):+6.1f}%"
+                spread = f"rounds {min(values):.0f}-{max(values):.0f}"
+                print(f"{name:32s} {mid:8.1f} us/request  {change}  {spread}")
             on = servers["metrics on"]
             print(f"/metrics before: {asyncio.run(_scrape(on, 20))}")
             asyncio.run(_requests(on, args.clusters, args.clients, clusters=args.clusters))

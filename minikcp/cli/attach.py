@@ -48,7 +48,7 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     detach = sub.add_parser("detach", help="delete a SyncTarget and what was synced to it")
     detach.add_argument("name")
     detach.add_argument("--timeout", default=120.0, type=float, help="seconds to wait")
-    connection.add_arguments(detach)
+    connection.add_arguments(detach, plain_names=True)
 
 
 def _apply(

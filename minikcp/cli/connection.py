@@ -63,16 +63,24 @@ class Connection:
         return code, answer if isinstance(answer, dict) else {}
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The flags every client command takes to find its server."""
+def add_arguments(parser: argparse.ArgumentParser, *, plain_names: bool = False) -> None:
+    """The flags every client command takes to find its server; with `plain_names` (commands
+    that name no other cluster) also as kubectl spells them, `--kubeconfig` and `--context`."""
+    aliases = ("--kubeconfig",) if plain_names else ()
     parser.add_argument(
         "--upstream-kubeconfig",
+        *aliases,
+        dest="upstream_kubeconfig",
         default=None,
         type=Path,
         help="kubeconfig of the minikcp (default: KUBECONFIG, else ~/.kube/config)",
     )
     parser.add_argument(
-        "--upstream-context", default=None, help="context of that kubeconfig (default: current)"
+        "--upstream-context",
+        *(("--context",) if plain_names else ()),
+        dest="upstream_context",
+        default=None,
+        help="context of that kubeconfig (default: current)",
     )
     parser.add_argument(
         "--root-dir",

@@ -27,7 +27,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         action="store_true",
         help="end every dashboard session and unused login instead",
     )
-    connection.add_arguments(dash)
+    connection.add_arguments(dash, plain_names=True)
 
 
 def run(args: argparse.Namespace) -> int:

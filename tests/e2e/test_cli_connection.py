@@ -98,7 +98,8 @@ def test_attach_uses_current_workspace_and_reports_progress(
     assert env.condition(st, "Ready")["status"] == "True"
     assert env.find(up, "root", "synctarget", "east") is None  # not where admin.kubeconfig points
 
-    detached = run_elsewhere(tmp_path, "detach", "east", kubeconfig=user)
+    # As kubectl spells it: --kubeconfig (detach names no other cluster).
+    detached = run_elsewhere(tmp_path, "detach", "east", "--kubeconfig", str(user))
     assert detached.returncode == 0, detached.stdout + detached.stderr
     assert detached.stdout.splitlines()[0] == "synctarget east: removing what was synced to it"
     assert env.find(up, cluster, "synctarget", "east") is None
