@@ -1,6 +1,7 @@
 """The metrics of what the server holds and does beyond requests: storage calls and object
 counts, Workspaces and LogicalClusters by phase, and the syncer's targets; wired when /metrics is
-on (off, nothing is timed, counted or followed)."""
+on (off, no store call is timed and nothing is counted or followed; a sync target's few numbers
+are kept either way)."""
 
 from __future__ import annotations
 

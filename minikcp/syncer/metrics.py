@@ -1,9 +1,9 @@
 """The syncer's metrics, one series per SyncTarget (targets are few; logical clusters are not, so
 no series names the logical cluster of a synced object).
 
-Each target keeps plain numbers (one event loop: no locks) in a `TargetStats`; the collector reads
-every live target's when /metrics is scraped, with the readiness, heartbeat age and synced object
-counts the worker already keeps.
+Each target keeps plain numbers (one event loop: no locks): its client's `ClientStats` and its own
+`SyncLatency`; the collector reads every live target's when /metrics is scraped, with the
+readiness, heartbeat age and synced object counts the worker already keeps.
 """
 
 from __future__ import annotations
