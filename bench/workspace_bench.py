@@ -6,7 +6,8 @@ no LogicalCluster of the tree is left), and `kubectl get` in the first and in th
 workspace (plus the server-side GET latency in both). The tree is `root:bench` with 100 orgs of 99
 teams each (10,000 workspaces below `root:bench`). The clients (32 aiohttp connections) share the
 machine's cores with the server.
-Run: python bench/workspace_bench.py [--orgs 100] [--teams 99] [--clients 32]
+Run: python bench/workspace_bench.py [--orgs 100] [--teams 99 | --count 100000] [--clients 32]
+     [--no-delete]
 """
 
 from __future__ import annotations
@@ -81,11 +82,13 @@ async def _pool(jobs: list[tuple[str, str]], clients: int, api: Api) -> float:
     return time.perf_counter() - start
 
 
-async def _not_ready(api: Api, parents: list[str]) -> int:
-    pending = 0
+async def _not_ready(api: Api, parents: list[str]) -> list[str]:
+    """The parents with a Workspace that is not Ready yet (checked once more each round)."""
+    pending = []
     for parent in parents:
         _, listed = await api.call("GET", f"/clusters/{parent}{_WS}")
-        pending += sum(1 for ws in listed["items"] if ws.get("status", {}).get("phase") != "Ready")
+        if any(ws.get("status", {}).get("phase") != "Ready" for ws in listed["items"]):
+            pending.append(parent)
     return pending
 
 
@@ -111,7 +114,9 @@ async def _get_latency(api: Api, path: str, n: int) -> float:
     return statistics.median(times) * 1000
 
 
-async def bench(server: server_process.ServerProcess, orgs: int, teams: int, clients: int) -> None:
+async def bench(
+    server: server_process.ServerProcess, orgs: int, teams: int, clients: int, delete: bool = True
+) -> None:
     connector = aiohttp.TCPConnector(ssl=server.ssl_context(), limit=clients + 4)
     headers = {"Content-Type": "application/json", "Accept": "application/json"}
     async with aiohttp.ClientSession(connector=connector, headers=headers) as session:
@@ -126,20 +131,22 @@ async def bench(server: server_process.ServerProcess, orgs: int, teams: int, cli
         team_jobs = [(f"root:bench:org{i}", f"team{j}") for i in range(orgs) for j in range(teams)]
         start = time.perf_counter()
         cpu_start = cpu_seconds(pid)
+        client_start = time.process_time()
         posted = await _pool(org_jobs, clients, api) + await _pool(team_jobs, clients, api)
         parents = ["root:bench", *(f"root:bench:org{i}" for i in range(orgs))]
-        while await _not_ready(api, parents):
+        while parents := await _not_ready(api, parents):
             await asyncio.sleep(0.2)
         all_ready = time.perf_counter() - start
         cpu = cpu_seconds(pid) - cpu_start
+        client_cpu = time.process_time() - client_start
         print(
             f"created {total} workspaces: POSTs answered at {total / posted:.0f}/s, "
             f"all Ready after {all_ready:.1f} s ({total / all_ready:.0f}/s sustained)"
         )
         print(
             f"server CPU for it: {cpu:.1f} s, {cpu / total * 1000:.2f} ms per workspace "
-            f"(at most {total / cpu:.0f}/s per core of its own); load average while measured: "
-            f"{os.getloadavg()[0]:.1f}"
+            f"(at most {total / cpu:.0f}/s per core of its own); the client's CPU "
+            f"{client_cpu:.1f} s; load average while measured: {os.getloadavg()[0]:.1f}"
         )
         await asyncio.sleep(1.0)
         rss_after = rss_kib(pid)
@@ -169,6 +176,8 @@ async def bench(server: server_process.ServerProcess, orgs: int, teams: int, cli
         )
         print(f"server GET configmaps p50: first {lat_first:.2f} ms, last {lat_last:.2f} ms")
         shutil.rmtree(home, ignore_errors=True)
+        if not delete:
+            return
 
         _, everywhere = await api.call("GET", f"/clusters/*{_LC}")
         clusters_before = len(everywhere["items"])
@@ -199,15 +208,32 @@ async def bench(server: server_process.ServerProcess, orgs: int, teams: int, cli
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
+    parser = argparse.ArgumentParser(
+        description=(__doc__ or "").split("\n\n")[0],
+        epilog="profile the server: see bench/README.md (workspaces)",
+    )
     parser.add_argument("--orgs", type=int, default=100)
     parser.add_argument("--teams", type=int, default=99)
+    parser.add_argument(
+        "--count",
+        type=int,
+        default=0,
+        help="workspaces in all, as orgs of 99 teams each (overrides --orgs and --teams), "
+        "e.g. 100000",
+    )
     parser.add_argument("--clients", type=int, default=32)
+    parser.add_argument(
+        "--no-delete", action="store_true", help="skip deleting the tree (long at 100,000)"
+    )
     args = parser.parse_args()
+    orgs, teams = args.orgs, args.teams
+    if args.count:
+        orgs = max(1, args.count // 100)
+        teams = max(0, args.count // orgs - 1)
     workdir = Path(tempfile.mkdtemp(prefix="ws-bench-"))
     server = server_process.start_server(workdir)
     try:
-        asyncio.run(bench(server, args.orgs, args.teams, args.clients))
+        asyncio.run(bench(server, orgs, teams, args.clients, delete=not args.no_delete))
     finally:
         server.stop()
         shutil.rmtree(workdir, ignore_errors=True)

@@ -107,7 +107,11 @@ def connect(
         conn.execute(f"PRAGMA synchronous={synchronous}")
         # Keep the WAL file from staying large after a burst once it has been checkpointed.
         conn.execute("PRAGMA journal_size_limit=33554432")
-        conn.execute("PRAGMA cache_size=-32768")
+        # 8 MiB of pages per connection: the B-tree's inner pages and the hot leaves fit, and
+        # the OS caches the rest. Each connection fills its cache as the file grows, and the
+        # event log's appended pages are seldom read again: 32 MiB cost an idle server about
+        # 3 KiB of memory per object at 10,000 workspaces, for no measurable speed.
+        conn.execute("PRAGMA cache_size=-8192")
         # Checkpoints run in a thread of their own (sqlite_writer.Checkpointer), not in commits.
         conn.execute("PRAGMA wal_autocheckpoint=0")
     except BaseException:

@@ -8,6 +8,7 @@ quoting a type's SwaggerDoc come from the field descriptions of the bundled upst
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from typing import Any, Final
 
 from minikcp.apis import printer_base as base
@@ -17,9 +18,14 @@ from minikcp.machinery import tables
 Column = tables.Column
 
 
+def field_doc(definition: str, field: str) -> Callable[[], str]:
+    """The upstream doc string of `field` of schema `definition` (its SwaggerDoc entry), read
+    from the upstream schemas when a table first asks for it."""
+    return functools.partial(_field_doc, definition, field)
+
+
 @functools.cache
-def field_doc(definition: str, field: str) -> str:
-    """The upstream doc string of `field` of schema `definition` (its SwaggerDoc entry)."""
+def _field_doc(definition: str, field: str) -> str:
     schema = upstream_definitions().get(definition) or {}
     prop = (schema.get("properties") or {}).get(field) or {}
     return str(prop.get("description") or "")

@@ -14,7 +14,6 @@ import yaml
 
 from minikcp.cli import connection
 from minikcp.machinery import names
-from minikcp.syncer import kubeconfig
 
 SECRET_NAMESPACE = "kube-system"  # never placed on a target, so the kubeconfig stays here
 _MANAGER = "minikcp-attach"
@@ -81,6 +80,8 @@ def secret_name(target: str) -> str:
 
 def attach(args: argparse.Namespace) -> int:
     """Stores the kubeconfig and the SyncTarget; raises CommandError on any failure."""
+    from minikcp.syncer import kubeconfig  # the syncer's loader; `--help` does without it
+
     problems = names.dns1123_subdomain_errors(args.name)
     if problems:
         raise connection.CommandError(

@@ -14,25 +14,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Coroutine, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from minikcp.controllers import (
-    api_bindings,
-    api_exports,
-    namespace_defaults,
-    rbac_aggregation,
-    resource_quotas,
-)
-from minikcp.controllers import crds as crd_controller
-from minikcp.controllers import garbage_collector as gc_controller
-from minikcp.controllers import namespaces as namespace_controller
-from minikcp.controllers import workspaces as workspace_controller
-from minikcp.registry import pod_streams, registry
-from minikcp.runtime import leader_election
-from minikcp.syncer import pod_proxy, shards
-from minikcp.syncer import syncer as workload_syncer
-from minikcp.syncer import target as sync_target
-from minikcp.tenancy import resolver, workspaces
+# The controllers' modules are imported by their runners: `minikcp --help` lists this table
+# without loading the registry, and a controller turned off costs no import.
+if TYPE_CHECKING:
+    from minikcp.registry import pod_streams, registry
+    from minikcp.runtime import leader_election
+    from minikcp.syncer import target as sync_target
+    from minikcp.tenancy import resolver, workspaces
+
+# The syncer's row; replicas count each other by it (minikcp.syncer.shards.COMPONENT).
+SYNCER = "syncer"
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,42 +59,63 @@ class Controller:
 
 
 def _workspaces(w: Wiring) -> Coroutine[Any, Any, None]:
+    from minikcp.controllers import workspaces as workspace_controller
+
     return workspace_controller.WorkspaceController(w.lifecycle).run()
 
 
 def _crds(w: Wiring) -> Coroutine[Any, Any, None]:
+    from minikcp.controllers import crds as crd_controller
+
     return crd_controller.CrdController(w.registry).run()
 
 
 def _namespaces(w: Wiring) -> Coroutine[Any, Any, None]:
+    from minikcp.controllers import namespaces as namespace_controller
+
     return namespace_controller.NamespaceController(w.registry).run()
 
 
 def _namespace_defaults(w: Wiring) -> Coroutine[Any, Any, None]:
+    from minikcp.controllers import namespace_defaults
+
     return namespace_defaults.NamespaceDefaultsController(w.registry).run()
 
 
 def _garbage_collector(w: Wiring) -> Coroutine[Any, Any, None]:
+    from minikcp.controllers import garbage_collector as gc_controller
+
     return gc_controller.GarbageCollector(w.registry).run()
 
 
 def _aggregation(w: Wiring) -> Coroutine[Any, Any, None]:
+    from minikcp.controllers import rbac_aggregation
+
     return rbac_aggregation.ClusterRoleAggregation(w.registry).run()
 
 
 def _quotas(w: Wiring) -> Coroutine[Any, Any, None]:
+    from minikcp.controllers import resource_quotas
+
     return resource_quotas.ResourceQuotaController(w.registry).run()
 
 
 def _api_exports(w: Wiring) -> Coroutine[Any, Any, None]:
+    from minikcp.controllers import api_exports
+
     return api_exports.APIExportController(w.registry, w.resolver, w.base_url).run()
 
 
 def _api_bindings(w: Wiring) -> Coroutine[Any, Any, None]:
+    from minikcp.controllers import api_bindings
+
     return api_bindings.APIBindingController(w.registry, w.resolver).run()
 
 
 def _syncer(w: Wiring) -> Coroutine[Any, Any, None]:
+    from minikcp.syncer import pod_proxy
+    from minikcp.syncer import syncer as workload_syncer
+
     syncer = workload_syncer.Syncer(
         w.registry, w.sync, extra_resources=w.sync_resources, replica=w.replica
     )
@@ -130,7 +144,7 @@ CONTROLLERS: tuple[Controller, ...] = (
     Controller("apiexport-controller", _api_exports, "APIExport identities and endpoint slices"),
     Controller("apibinding-controller", _api_bindings, "APIBindings bound to their exports"),
     Controller(
-        shards.COMPONENT,  # "syncer": replicas count each other by it
+        SYNCER,
         _syncer,
         "workloads pushed to attached SyncTargets, status back",
         on_replicas=SHARDED,

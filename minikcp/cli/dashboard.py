@@ -7,19 +7,14 @@ import dataclasses
 import time
 import webbrowser
 
-from minikcp.auth import dashboard_sessions, pki
 from minikcp.cli import connection
-
-_SECRETS = f"/api/v1/namespaces/{dashboard_sessions.NAMESPACE}/secrets"
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     dash = sub.add_parser(
         "dashboard", help="print a one-time login URL of the web dashboard (/dashboard/)"
     )
-    dash.add_argument(
-        "--user", default="", help=f"log in as this user (default: the admin, {pki.ADMIN_USER})"
-    )
+    dash.add_argument("--user", default="", help="log in as this user (default: the admin)")
     dash.add_argument("--groups", default="", help="with --user: its groups, comma-separated")
     dash.add_argument("--open", action="store_true", help="open the URL in a web browser")
     dash.add_argument(
@@ -31,12 +26,16 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def run(args: argparse.Namespace) -> int:
+    # Here, not above: the sessions' module loads the registry, which `minikcp --help` never needs.
+    from minikcp.auth import dashboard_sessions, pki
+
+    secrets_path = f"/api/v1/namespaces/{dashboard_sessions.NAMESPACE}/secrets"
     connected = connection.connect(args)
     start = connected.cluster  # where the page opens
     api = dataclasses.replace(connected, cluster=dashboard_sessions.CLUSTER)
     if args.revoke_all:
         code, body = api.call(
-            "DELETE", _SECRETS + f"?labelSelector={dashboard_sessions.KIND_LABEL}"
+            "DELETE", secrets_path + f"?labelSelector={dashboard_sessions.KIND_LABEL}"
         )
         if code not in (200, 404):
             raise connection.CommandError(f"revoking failed ({code}): {body.get('message', '')}")
@@ -60,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
     secret = dashboard_sessions.credential_secret(
         dashboard_sessions.LOGIN, token, user, groups, expires
     )
-    code, body = api.call("POST", _SECRETS, secret)
+    code, body = api.call("POST", secrets_path, secret)
     if code != 201:
         raise connection.CommandError(f"cannot store the login ({code}): {body.get('message')}")
     url = f"{api.base_url}/dashboard/#cluster={start}&login={token}"

@@ -3,18 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
-import logging
 import sys
 from pathlib import Path
 
-from minikcp.auth import pki
-from minikcp.cli import attach, components, connection, dashboard, kubeconfigs, serve, ws
-from minikcp.machinery import request_info
-from minikcp.runtime import audit_log, leader_election
-from minikcp.server import nonresource
-from minikcp.simulator import simulator as workload_simulator
-from minikcp.syncer import target as sync_target
+# Only what every command needs: each command imports its own modules, so `--help`, `ws` and the
+# client commands never load the server (aiohttp, the registry, the type catalog).
+from minikcp.cli import attach, components, connection, dashboard
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -262,9 +256,13 @@ def _positive(text: str) -> int:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["ws"]:
+        from minikcp.cli import ws
+
         return ws.run(argv[1:], prog="minikcp ws")
     args = _parser().parse_args(argv)
     if args.command == "version":
+        from minikcp.server import nonresource
+
         print(f"minikcp 0.1.0 (serving Kubernetes {nonresource.GIT_VERSION})")
         return 0
     commands = {
@@ -281,6 +279,18 @@ def main(argv: list[str] | None = None) -> int:
             return exc.code
         except KeyboardInterrupt:
             return 130
+    return _start(args)
+
+
+def _start(args: argparse.Namespace) -> int:
+    import asyncio
+    import logging
+
+    from minikcp.cli import serve
+    from minikcp.runtime import audit_log, leader_election
+    from minikcp.simulator import simulator as workload_simulator
+    from minikcp.syncer import target as sync_target
+
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
@@ -361,6 +371,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _kubeconfig(args: argparse.Namespace) -> int:
+    from minikcp.auth import pki
+    from minikcp.cli import kubeconfigs
+    from minikcp.machinery import request_info
+
     root: Path = args.root_dir
     if not (root / "ca.crt").exists():
         raise connection.CommandError(f"no credentials under {root}; run `minikcp start` first")

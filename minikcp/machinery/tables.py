@@ -8,7 +8,7 @@ formats durations the way the upstream printers do (k8s.io/apimachinery/pkg/util
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -66,7 +66,9 @@ class Column:
 
     name: str
     type: str  # string, integer, number, boolean or date (an OpenAPI type plus "date")
-    description: str
+    # Or a function giving it, read when a table is first asked for: the descriptions quoting
+    # upstream schemas need the schemas loaded, which start-up does without.
+    description: str | Callable[[], str]
     format: str = ""  # "name" marks the column kubectl prefixes with kind.group/ for mixed lists
     priority: int = 0
 
@@ -75,7 +77,9 @@ class Column:
             "name": self.name,
             "type": self.type,
             "format": self.format,
-            "description": self.description,
+            "description": (
+                self.description if isinstance(self.description, str) else self.description()
+            ),
             "priority": self.priority,
         }
 

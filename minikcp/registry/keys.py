@@ -11,6 +11,7 @@ resource across all logical clusters, in one cluster, or in one namespace.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 
 from minikcp.apis import catalog
@@ -34,9 +35,11 @@ def resource_prefix(rt: catalog.ResourceType) -> str:
 
 
 def object_key(rt: catalog.ResourceType, cluster: str, namespace: str, name: str) -> str:
+    # Interned: every write builds its key anew, and the store's cache, the watch ring and the
+    # work queues then hold one string per object rather than one per write.
     if rt.namespaced:
-        return f"{resource_prefix(rt)}{cluster}/{namespace}/{name}"
-    return f"{resource_prefix(rt)}{cluster}/{name}"
+        return sys.intern(f"{resource_prefix(rt)}{cluster}/{namespace}/{name}")
+    return sys.intern(f"{resource_prefix(rt)}{cluster}/{name}")
 
 
 def list_prefix(rt: catalog.ResourceType, cluster: str | None, namespace: str = "") -> str:

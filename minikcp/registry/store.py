@@ -7,6 +7,7 @@ Per-kind behaviour comes from the kind's strategy; storage errors become Status 
 from __future__ import annotations
 
 import datetime
+import functools
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -14,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from minikcp.apis import catalog, definitions, validation
-from minikcp.machinery import errors, list_options, names, propagation, server_side_apply
+from minikcp.machinery import errors, list_options, names, propagation, schemas, server_side_apply
 from minikcp.registry import codec, decoding, keys, label_prefilter, noop_writes
 from minikcp.registry import storage_errors as interpreted
 from minikcp.registry.admission import Admission
@@ -87,9 +88,13 @@ class ResourceStore:
         self.rt = rt
         self.strategy = strategy
         self.storage = store
-        self.schema = definitions.schema_for(rt)
         self._namespace_check = namespace_check
         self.admission: Admission | None = None
+
+    @functools.cached_property
+    def schema(self) -> schemas.SchemaNode:
+        """The kind's schema, loaded by the first patch or apply rather than at start-up."""
+        return definitions.schema_for(self.rt)
 
     # -- reads ----------------------------------------------------------------------------------
 

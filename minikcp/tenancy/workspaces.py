@@ -342,8 +342,9 @@ class Workspaces:
             current["status"] = merged
             return current
 
+        # decoded: the mutation adds known status fields to what was stored, nothing to check.
         return await resource.guaranteed_update(
-            ctx, "", name, mutate, _STATUS_OPTS, subresource="status", managed=False
+            ctx, "", name, mutate, _STATUS_OPTS, subresource="status", managed=False, decoded=True
         )
 
 

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from minikcp.apis import printers
+from minikcp.apis.catalog import upstream_definitions
 from minikcp.apis.printer_docs import FIELD_DOCS
 
 NOW = 1_700_000_000.0
@@ -149,6 +150,37 @@ def headers(group: str, kind: str) -> list[tuple[str, int]]:
 )
 def test_columns(group: str, kind: str, expected: list[tuple[str, int]]) -> None:
     assert headers(group, kind) == expected
+
+
+@pytest.mark.parametrize(
+    ("group", "kind", "column", "definition", "field"),
+    [
+        (
+            "apps",
+            "DaemonSet",
+            "Desired",
+            "io.k8s.api.apps.v1.DaemonSetStatus",
+            "desiredNumberScheduled",
+        ),
+        ("batch", "CronJob", "Schedule", "io.k8s.api.batch.v1.CronJobSpec", "schedule"),
+        (
+            "",
+            "PersistentVolumeClaim",
+            "Volume",
+            "io.k8s.api.core.v1.PersistentVolumeClaimSpec",
+            "volumeName",
+        ),
+    ],
+)
+def test_column_descriptions_read_from_upstream_schemas_when_asked(
+    group: str, kind: str, column: str, definition: str, field: str
+) -> None:
+    """Descriptions quoting the upstream schemas are read when a table is first built, not at
+    import; what the table says is the schema's field description."""
+    (found,) = [c for c in printers.printer_for(group, kind).columns if c.name == column]
+    described = found.definition()["description"]
+    assert described
+    assert described == upstream_definitions()[definition]["properties"][field]["description"]
 
 
 def test_column_definitions_quote_upstream_docs() -> None:

@@ -38,3 +38,10 @@ def test_every_controller_has_a_distinct_name() -> None:
     names = [c.name for c in components.CONTROLLERS]
     assert len(set(names)) == len(names)
     assert components.select("*", names) == tuple(names)
+
+
+def test_the_syncer_row_is_named_as_its_shard_leases_count_replicas() -> None:
+    from minikcp.syncer import shards
+
+    assert shards.COMPONENT in [c.name for c in components.CONTROLLERS]
+    assert components.SYNCER == shards.COMPONENT
