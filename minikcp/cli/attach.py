@@ -14,7 +14,7 @@ import yaml
 
 from minikcp.cli import connection
 from minikcp.machinery import names
-from minikcp.syncer import kubeconfig
+from minikcp.syncer import api_negotiation, kubeconfig
 
 SECRET_NAMESPACE = "kube-system"  # never placed on a target, so the kubeconfig stays here
 _MANAGER = "minikcp-attach"
@@ -30,6 +30,12 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     )
     attach.add_argument(
         "--resources", default="", help="more resources to sync, e.g. jobs.batch[,...]"
+    )
+    attach.add_argument(
+        "--api-policy",
+        default="",
+        help="how the target's schemas are negotiated: first (default), lcd or pinned, for all "
+        "synced kinds or per kind, e.g. widgets.example.com=lcd[,deployments.apps=pinned]",
     )
     attach.add_argument(
         "--serve",
@@ -71,6 +77,22 @@ def _parse_labels(text: str) -> dict[str, str]:
     return labels
 
 
+def parse_api_policies(text: str) -> dict[str, str]:
+    """`lcd` (every kind) or `resource.group=policy[,...]` -> {resource or "*": policy}."""
+    policies: dict[str, str] = {}
+    for entry in _split(text):
+        resource, sep, policy = entry.rpartition("=")
+        resource = resource.strip() if sep else "*"
+        policy = policy.strip()
+        if policy not in api_negotiation.POLICIES:
+            known = ", ".join(api_negotiation.POLICIES)
+            raise ValueError(f"api policy {entry!r}: {policy!r} is not one of {known}")
+        if not resource:
+            raise ValueError(f"api policy {entry!r} names no resource")
+        policies[resource] = policy
+    return policies
+
+
 def _split(text: str) -> list[str]:
     return [p.strip() for p in text.split(",") if p.strip()]
 
@@ -88,6 +110,7 @@ def attach(args: argparse.Namespace) -> int:
         )
     try:
         labels = _parse_labels(args.labels)
+        policies = parse_api_policies(args.api_policy)
         config = kubeconfig.flatten(
             kubeconfig.load(args.kubeconfig.read_text()),
             args.context,
@@ -120,6 +143,8 @@ def attach(args: argparse.Namespace) -> int:
         spec["resources"] = _split(args.resources)
     if args.serve:
         spec["clusters"] = _split(args.serve)
+    if policies:
+        spec["apiPolicies"] = policies
     target = {
         "apiVersion": "workload.kcp.io/v1alpha1",
         "kind": "SyncTarget",
