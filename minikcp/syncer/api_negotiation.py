@@ -17,6 +17,7 @@ the target nothing of the kind (its SyncTarget shows the kind Incompatible and s
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -87,6 +88,8 @@ class Negotiation:
         # (cluster, resource) -> the lcd targets' schemas writes are checked against.
         self.enforced: dict[tuple[str, str], tuple[tuple[str, Mapping[str, Any]], ...]] = {}
         self._own: dict[tuple[str, str], dict[str, Any]] = {}
+        # (cluster, resource) with a Narrower target -> when its objects are looked at again.
+        self._narrowed: dict[tuple[str, str], float] = {}
         ctx.registry.admit_all(self._hook_for)
 
     def _hook_for(self, rt: catalog.ResourceType) -> admission.Admission | None:
@@ -148,10 +151,12 @@ class Negotiation:
         synced = workers[0].synced[resource]
         types = self._ctx.registry.catalog_for(cluster)
         rt = types.by_resource(synced.rt.group, synced.rt.version, synced.rt.plural)
+        if rt is None:
+            return  # not served here (a custom resource of another logical cluster)
         document = openapi.openapi_v3_document(
-            types, f"{rt.group}/{rt.version}" if rt and rt.group else synced.rt.version
+            types, f"{rt.group}/{rt.version}" if rt.group else rt.version
         )
-        if rt is None or document is None:
+        if document is None:
             return
         deps = (
             document.hash,
@@ -160,8 +165,12 @@ class Negotiation:
                 for w in sorted(workers, key=lambda w: w.name)
             ),
         )
+        now = time.monotonic()
         if self._inputs.get((cluster, resource)) == deps:
-            return
+            # Objects written since (under first) are looked at again on the patrol's cadence.
+            due = self._narrowed.get((cluster, resource))
+            if due is None or now < due:
+                return
         own = self._own_schema(document, rt)
         outcomes = {w.name: self._outcome(w, resource, own) for w in workers}
         negotiated, _ = si.negotiate(
@@ -182,6 +191,10 @@ class Negotiation:
         nonconforming = await self._nonconforming(cluster, rt, outcomes)
         await self._write(cluster, resource, rt, own, negotiated, outcomes, nonconforming)
         self._inputs[(cluster, resource)] = deps
+        if any(o.state == NARROWER for o in outcomes.values()):
+            self._narrowed[(cluster, resource)] = now + workers[0].settings.patrol_interval
+        else:
+            self._narrowed.pop((cluster, resource), None)
 
     def _deps_of(self, w: TargetWorker, resource: str) -> tuple[Any, ...]:
         state = self._targets.get((w.ref.cluster, w.name))
@@ -336,7 +349,13 @@ class Negotiation:
             }
 
         found = await store.find(ctx, "", resource)
-        if found is None:
+        if found is not None:
+            view = found.view()
+            unchanged = {"spec": view.get("spec"), "status": view.get("status")}
+            content(unchanged)
+            if unchanged == {"spec": view.get("spec"), "status": view.get("status")}:
+                return
+        else:
             obj: dict[str, Any] = {
                 "apiVersion": f"{nar_rt.group}/{nar_rt.version}",
                 "kind": nar_rt.kind,

@@ -248,6 +248,10 @@ def test_first_sends_everything_and_a_narrower_target_reports_what_no_longer_fit
         "wide": "first",
         "narrow": "first",
     }
+    table = up.kubectl("get", "negotiatedapiresources", cluster=own).stdout.splitlines()
+    assert table[0].split() == ["NAME", "KIND", "NARROWED", "NON-CONFORMING", "AGE"]
+    row = next(line.split() for line in table if line.startswith(RESOURCE))
+    assert row[1:4] == ["Gizmo", "True", "1"]
     # first is today's behaviour: objects go to both; the narrow target refuses the one with a
     # field it lacks (a server-side apply of an undeclared field), the other arrives.
     narrow_ns = env.downstream_ns(up, own, "narrow")
@@ -276,7 +280,16 @@ def test_first_sends_everything_and_a_narrower_target_reports_what_no_longer_fit
     assert result.returncode == 0, result.stderr
 
     def refused() -> bool:
-        return apply(up, own, gizmo("g3", shape="square")).returncode != 0
+        result = up.kubectl(
+            "apply",
+            "--dry-run=server",
+            "-f",
+            "-",
+            input=gizmo("g3", shape="square"),
+            cluster=own,
+            check=False,
+        )
+        return result.returncode != 0 and "spec.shape: Forbidden" in result.stderr
 
     env.eventually(refused, what="lcd in force")
     assert env.get(up, own, "gizmo", "g1")["spec"]["shape"] == "round"
@@ -287,6 +300,32 @@ def test_first_sends_everything_and_a_narrower_target_reports_what_no_longer_fit
     assert found is not None and found["status"]["nonConformingCount"] == 1
     narrow_state = {t["name"]: t for t in found["status"]["targets"]}["narrow"]
     assert narrow_state["policy"] == "lcd" and narrow_state["state"] == "Narrower"
+
+
+def test_a_change_of_a_targets_openapi_is_imported(
+    up: ServerProcess, downs: tuple[ServerProcess, ServerProcess], own: str
+) -> None:
+    _, narrow = downs
+    attach(up, own, "narrow", narrow, "lcd")
+    found = negotiated_with(up, own, "narrow")
+    narrow_state = found["status"]["targets"][0]
+    assert narrow_state["missingFields"] == [".spec.color", ".spec.shape"]
+    try:
+        # The target's CRD gains the field (its OpenAPI document and hash change).
+        establish(narrow, "root", gizmo_crd(shape=True, colors=["red", "green"]))
+
+        def shape_known() -> dict[str, Any] | None:
+            current = negotiated(up, own) or {}
+            targets = (current.get("status") or {}).get("targets") or [{}]
+            return current if targets[0].get("missingFields") == [".spec.color"] else None
+
+        found = env.eventually(shape_known, what="the new schema imported")
+        spec = found["spec"]["schema"]["properties"]["spec"]["properties"]
+        assert sorted(spec) == ["color", "shape", "size"]
+        created = apply(up, own, gizmo("g1", shape="round"))
+        assert created.returncode == 0, created.stderr
+    finally:
+        establish(narrow, "root", gizmo_crd(shape=False, colors=["red", "green"]))
 
 
 def test_attach_refuses_an_unknown_policy(up: ServerProcess, cluster: str) -> None:
