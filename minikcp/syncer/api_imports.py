@@ -21,7 +21,6 @@ from minikcp.syncer import resources
 class Imports:
     """What was imported from one target: per synced resource its schema ({}: not served)."""
 
-    uid: str
     hashes: dict[str, str] = field(default_factory=dict)  # index key ("apis/apps/v1") -> hash
     schemas: dict[str, dict[str, Any]] = field(default_factory=dict)
     # The generation of the imports: grows whenever a schema changed.

@@ -31,6 +31,7 @@ from minikcp.registry import admission
 from minikcp.registry import registry as upstream_registry
 from minikcp.registry import store as upstream_store
 from minikcp.registry.objects import RequestContext, StoredObject, WriteOptions
+from minikcp.runtime import work_queue
 from minikcp.syncer import api_imports, resources
 from minikcp.syncer import client as downstream
 from minikcp.syncer.target import TargetWorker
@@ -90,6 +91,10 @@ class Negotiation:
         self._own: dict[tuple[str, str], dict[str, Any]] = {}
         # (cluster, resource) with a Narrower target -> when its objects are looked at again.
         self._narrowed: dict[tuple[str, str], float] = {}
+        # Targets whose schemas are to be imported and negotiated (deduplicated).
+        self._queue: work_queue.WorkQueue[tuple[str, str]] = work_queue.WorkQueue(
+            lambda key: key[0], name="syncer-api-negotiation"
+        )
         ctx.registry.admit_all(self._hook_for)
 
     def _hook_for(self, rt: catalog.ResourceType) -> admission.Admission | None:
@@ -99,41 +104,57 @@ class Negotiation:
 
     # -- per probe ------------------------------------------------------------------------------
 
-    async def on_health(
-        self, worker: TargetWorker, target: StoredObject
-    ) -> tuple[dict[str, str], ...]:
-        """Import and negotiate after a probe of `worker`; the conditions for its SyncTarget."""
+    def on_health(self, worker: TargetWorker, target: StoredObject) -> tuple[dict[str, str], ...]:
+        """After a probe of `worker`: its import and negotiation are queued (they run in their
+        own task, so a slow target never holds up probes); the conditions for its SyncTarget."""
         key = (worker.ref.cluster, worker.name)
         state = self._targets.get(key)
         if state is None or state.worker is not worker:
             # A new worker (restarted with a new kubeconfig or resources) imports afresh.
-            state = _Target(worker, api_imports.Imports(worker.ref.uid))
+            state = _Target(worker, api_imports.Imports())
             self._targets[key] = state
         spec = target.view().get("spec") or {}
         policies = spec.get("apiPolicies") or {}
         state.policies = {str(k): str(v) for k, v in policies.items() if v in POLICIES}
         if worker.health.ready and worker.health.compatible:
-            if state.discovered is None or state.discovered.keys() != worker.synced.keys():
+            if state.discovered is None:
                 state.discovered = {
                     name: worker.health.compatible.get(name, False) for name in worker.synced
                 }
-            try:
-                await api_imports.refresh(
-                    worker.client,
-                    worker.synced.values(),
-                    state.imports,
-                    timeout=worker.settings.probe_timeout,
-                )
-            except (downstream.Unreachable, downstream.DownstreamError) as exc:
-                logger.debug("importing the schemas of %s: %s", worker.name, exc)
-            for cluster in _negotiated_clusters(worker):
-                for resource in worker.synced:
-                    try:
-                        await self.negotiate(cluster, resource)
-                    except errors.StatusError as exc:
-                        # E.g. the logical cluster is being deleted: the next probe tries again.
-                        logger.info("negotiating %s in %s: %s", resource, cluster, exc.message)
+            self._queue.add(key)
         return _conditions(state)
+
+    async def run(self) -> None:
+        """Import and negotiate for the targets probed, one at a time, until cancelled."""
+        try:
+            await work_queue.run_worker(
+                self._queue,
+                self._refresh,
+                describe=lambda key: f"API negotiation of sync target {key[0]}|{key[1]}",
+                logger=logger,
+                expected=(errors.StatusError,),
+                expected_level=logging.INFO,
+            )
+        finally:
+            self._queue.close()
+
+    async def _refresh(self, key: tuple[str, str]) -> None:
+        state = self._targets.get(key)
+        if state is None:
+            return
+        worker = state.worker
+        try:
+            await api_imports.refresh(
+                worker.client,
+                worker.synced.values(),
+                state.imports,
+                timeout=worker.settings.probe_timeout,
+            )
+        except (downstream.Unreachable, downstream.DownstreamError) as exc:
+            logger.debug("importing the schemas of %s: %s", worker.name, exc)
+        for cluster in _negotiated_clusters(worker):
+            for resource in worker.synced:
+                await self.negotiate(cluster, resource)
 
     def workers_for(self, cluster: str) -> list[TargetWorker]:
         return self._ctx.workers_for(cluster)

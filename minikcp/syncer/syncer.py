@@ -137,6 +137,7 @@ class Syncer:
                 tasks.create_task(
                     self._watch_forever(target_rt, self._on_sync_target), name="syncer-targets"
                 )
+                tasks.create_task(self.negotiation.run(), name="syncer-api-negotiation")
                 ns_rt = self.registry.namespaces.rt
                 tasks.create_task(
                     self._watch_forever(ns_rt, self._on_namespace), name="syncer-namespaces"
@@ -487,7 +488,7 @@ class Syncer:
             return
         now = time.monotonic()
         due = now - running.last_heartbeat_write >= self.settings.heartbeat_write_interval
-        conditions = await self.negotiation.on_health(worker, current)
+        conditions = self.negotiation.on_health(worker, current)
         if await self.write_status(
             current, worker, heartbeat=due and worker.health.ready, extra_conditions=conditions
         ):
