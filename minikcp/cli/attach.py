@@ -211,6 +211,9 @@ def progress_lines(status: dict[str, Any]) -> list[str]:
         if refused:
             line += f", incompatible: {', '.join(refused)}"
         lines.append(line)
+    schemas = conditions.get(api_negotiation.CONDITION) or {}
+    if schemas.get("status") == "False":
+        lines.append(f"schemas incompatible: {schemas.get('message', '')}")
     if (conditions.get("Ready") or {}).get("status") == "True" and synced:
         lines.append("ready: the syncer is pushing workloads to the target")
     return lines

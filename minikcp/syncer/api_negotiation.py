@@ -228,7 +228,9 @@ class Negotiation:
             None if state.discovered is None else state.discovered.get(resource),
         )
 
-    def _own_schema(self, document: openapi.OpenAPIDocument, rt: catalog.ResourceType) -> Any:
+    def _own_schema(
+        self, document: openapi.OpenAPIDocument, rt: catalog.ResourceType
+    ) -> dict[str, Any]:
         key = (document.hash, rt.kind)
         found = self._own.get(key)
         if found is None:
@@ -240,9 +242,9 @@ class Negotiation:
 
     def _outcome(self, w: TargetWorker, resource: str, own: Mapping[str, Any]) -> _Outcome:
         state = self._targets.get((w.ref.cluster, w.name))
+        policy = policy_for(state.policies if state else {}, resource)
         if state is None or state.discovered is None or resource not in state.imports.schemas:
-            return _Outcome(PENDING, "first", message="no schema imported yet")
-        policy = policy_for(state.policies, resource)
+            return _Outcome(PENDING, policy, message="no schema imported yet")
         imported = state.imports.schemas[resource]
         if not state.discovered.get(resource) or not imported:
             return _Outcome(INCOMPATIBLE, policy, message="the target does not serve the resource")

@@ -50,3 +50,21 @@ def test_parse_api_policies_refuses(text: str, message: str) -> None:
 )
 def test_policy_for(policies: dict[str, str], resource: str, policy: str) -> None:
     assert api_negotiation.policy_for(policies, resource) == policy
+
+
+def test_attach_progress_names_the_fields_a_pinned_target_lacks() -> None:
+    status = {
+        "conditions": [
+            {
+                "type": api_negotiation.CONDITION,
+                "status": "False",
+                "reason": "IncompatibleSchema",
+                "message": "widgets.example.com: pinned: the target lacks .spec.shape",
+            }
+        ]
+    }
+    assert attach.progress_lines(status) == [
+        "schemas incompatible: widgets.example.com: pinned: the target lacks .spec.shape"
+    ]
+    accepted = {"conditions": [{"type": api_negotiation.CONDITION, "status": "True"}]}
+    assert attach.progress_lines(accepted) == []
