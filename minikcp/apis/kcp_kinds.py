@@ -165,6 +165,7 @@ def kinds() -> tuple[KcpKind, ...]:
         _kind("apis.kcp.io_apiexports.yaml"),
         _kind("apis.kcp.io_apibindings.yaml"),
         _kind("apis.kcp.io_apiexportendpointslices.yaml"),
+        _kind("apiresource.minikcp.io_negotiatedapiresources.yaml"),
     )
 
 

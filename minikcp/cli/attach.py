@@ -31,6 +31,12 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         "--resources", default="", help="more resources to sync, e.g. jobs.batch[,...]"
     )
     attach.add_argument(
+        "--api-policy",
+        default="",
+        help="how the target's schemas are negotiated: first (default), lcd or pinned, for all "
+        "synced kinds or per kind, e.g. widgets.example.com=lcd[,deployments.apps=pinned]",
+    )
+    attach.add_argument(
         "--serve",
         default="",
         help="logical clusters whose namespaces it takes, comma-separated, * for all "
@@ -70,6 +76,24 @@ def _parse_labels(text: str) -> dict[str, str]:
     return labels
 
 
+def parse_api_policies(text: str) -> dict[str, str]:
+    """`lcd` (every kind) or `resource.group=policy[,...]` -> {resource or "*": policy}."""
+    from minikcp.syncer import api_negotiation  # the server's catalog; `--help` does without it
+
+    policies: dict[str, str] = {}
+    for entry in _split(text):
+        resource, sep, policy = entry.rpartition("=")
+        resource = resource.strip() if sep else "*"
+        policy = policy.strip()
+        if policy not in api_negotiation.POLICIES:
+            known = ", ".join(api_negotiation.POLICIES)
+            raise ValueError(f"api policy {entry!r}: {policy!r} is not one of {known}")
+        if not resource:
+            raise ValueError(f"api policy {entry!r} names no resource")
+        policies[resource] = policy
+    return policies
+
+
 def _split(text: str) -> list[str]:
     return [p.strip() for p in text.split(",") if p.strip()]
 
@@ -89,6 +113,7 @@ def attach(args: argparse.Namespace) -> int:
         )
     try:
         labels = _parse_labels(args.labels)
+        policies = parse_api_policies(args.api_policy)
         config = kubeconfig.flatten(
             kubeconfig.load(args.kubeconfig.read_text()),
             args.context,
@@ -121,6 +146,8 @@ def attach(args: argparse.Namespace) -> int:
         spec["resources"] = _split(args.resources)
     if args.serve:
         spec["clusters"] = _split(args.serve)
+    if policies:
+        spec["apiPolicies"] = policies
     target = {
         "apiVersion": "workload.kcp.io/v1alpha1",
         "kind": "SyncTarget",
@@ -187,6 +214,11 @@ def progress_lines(status: dict[str, Any]) -> list[str]:
         if refused:
             line += f", incompatible: {', '.join(refused)}"
         lines.append(line)
+    from minikcp.syncer import api_negotiation
+
+    schemas = conditions.get(api_negotiation.CONDITION) or {}
+    if schemas.get("status") == "False":
+        lines.append(f"schemas incompatible: {schemas.get('message', '')}")
     if (conditions.get("Ready") or {}).get("status") == "True" and synced:
         lines.append("ready: the syncer is pushing workloads to the target")
     return lines

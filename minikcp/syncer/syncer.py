@@ -24,8 +24,8 @@ from minikcp.registry import registry as upstream_registry
 from minikcp.registry import store as upstream_store
 from minikcp.registry.objects import RequestContext, StoredObject
 from minikcp.runtime import leader_election, supervise
-from minikcp.syncer import client as downstream
 from minikcp.syncer import (
+    api_negotiation,
     detach,
     kubeconfig,
     placement,
@@ -35,6 +35,7 @@ from minikcp.syncer import (
     translate,
     upsync,
 )
+from minikcp.syncer import client as downstream
 from minikcp.syncer.target import ItemKey, Settings, TargetWorker
 
 logger = logging.getLogger(__name__)
@@ -71,6 +72,8 @@ class Syncer:
         self.registry = reg
         # Pods shown upstream for a target are read-only to everybody but the syncer.
         reg.admit("", "Pod", upsync.UpsyncedPods())
+        # Schemas imported from the targets, negotiated per kind (and lcd writes checked).
+        self.negotiation = api_negotiation.Negotiation(self)
         # Among replicas on one store, the targets this one runs are chosen by leases.
         self.replica = replica
         self.shards: shards.TargetShards | None = None
@@ -134,6 +137,7 @@ class Syncer:
                 tasks.create_task(
                     self._watch_forever(target_rt, self._on_sync_target), name="syncer-targets"
                 )
+                tasks.create_task(self.negotiation.run(), name="syncer-api-negotiation")
                 ns_rt = self.registry.namespaces.rt
                 tasks.create_task(
                     self._watch_forever(ns_rt, self._on_namespace), name="syncer-namespaces"
@@ -380,6 +384,7 @@ class Syncer:
 
     async def _stop(self, key: tuple[str, str], *, close: bool = True) -> None:
         running = self._running.pop(key, None)
+        self.negotiation.forget(*key)
         self._secret_refs = {k: v for k, v in self._secret_refs.items() if v != key}
         if running is None:
             return
@@ -483,7 +488,10 @@ class Syncer:
             return
         now = time.monotonic()
         due = now - running.last_heartbeat_write >= self.settings.heartbeat_write_interval
-        if await self.write_status(current, worker, heartbeat=due and worker.health.ready):
+        conditions = self.negotiation.on_health(worker, current)
+        if await self.write_status(
+            current, worker, heartbeat=due and worker.health.ready, extra_conditions=conditions
+        ):
             running.last_heartbeat_write = now
         if running.last_ready != worker.health.ready:
             # Placements change with readiness: this target's objects, and others' splits.
