@@ -179,6 +179,7 @@ class _Connection:
         self._pending = asyncio.Event()  # the outbox has something to send
         self._room = asyncio.Event()  # the outbox is below its limit
         self._room.set()
+        self._last: tuple[watching.WatchEvent, catalog.ResourceType, bytes] | None = None
 
     async def serve(self) -> None:
         async with asyncio.TaskGroup() as tasks:
@@ -245,7 +246,14 @@ class _Connection:
             async for event in events:
                 if sent is not None:
                     sent()
-                line = encoding.watch_event_bytes(event, rt, None, printer)
+                # Subscriptions with equal filters get the same event object, one after another:
+                # the last one's bytes serve them all.
+                last = self._last
+                if last is not None and last[0] is event and last[1] is rt:
+                    line = last[2]
+                else:
+                    line = encoding.watch_event_bytes(event, rt, None, printer)
+                    self._last = (event, rt, line)
                 # '{"type":...}\n' becomes '{"id":...,"type":...}'.
                 self._send(b"".join((head, memoryview(line)[1:-1])))
                 if self._outbox_bytes > _OUTBOX_BYTES:

@@ -50,7 +50,7 @@ class Stream:
     async def unsubscribe(self, sub_id: str) -> None:
         await self.ws.send_bytes(orjson.dumps({"op": "unsubscribe", "id": sub_id}))
 
-    async def until(self, done: Callable[[list[Message]], bool], timeout: float = 15) -> None:
+    async def until(self, done: Callable[[list[Message]], bool], timeout: float = 30) -> None:
         """Read frames until `done(all messages so far)`."""
         async with asyncio.timeout(timeout):
             while not done(self.messages):
@@ -266,7 +266,7 @@ async def test_one_subscription_expires_the_others_go_on_and_the_informer_resume
         cm = {"version": "v1", "resource": "configmaps", "namespace": "team"}
         async with _admin_stream(proc, "root") as stream:
             await stream.subscribe("live", **cm, labelSelector="late=yes")
-            deadline = time.monotonic() + 10
+            deadline = time.monotonic() + 30
             attempt = 0
             while True:  # compaction runs every 0.2 s: wait until it passed `first`
                 attempt += 1
@@ -293,14 +293,14 @@ async def test_one_subscription_expires_the_others_go_on_and_the_informer_resume
             fresh = bulk.informer(
                 version="v1", resource="configmaps", namespace="team", label_selector="after=yes"
             )
-            async with asyncio.timeout(15):
+            async with asyncio.timeout(30):
                 # a 410, then a list: everything there is (it had seen nothing)
                 seen = [e.object["metadata"]["name"] async for e in _take(resumed, 27)]
             assert resumed.relists == 1
             expected = [*(f"c{i}" for i in range(25)), "kube-root-ca.crt", "late"]
             assert sorted(seen) == sorted(expected)
             assert sorted(name for _, _, name in resumed.cache) == sorted(expected)
-            async with asyncio.timeout(15):
+            async with asyncio.timeout(30):
                 _configmap(proc, "root", "after", "after=yes")
                 names = [e.object["metadata"]["name"] async for e in _take(fresh, 1)]
                 assert names == ["after"]
