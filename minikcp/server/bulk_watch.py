@@ -60,6 +60,7 @@ _PARAMETERS: dict[str, tuple[type, ...]] = {
     "sendInitialEvents": (bool,),
     "timeoutSeconds": (int,),
 }
+_JSON_TYPES = {str: "a string", bool: "a boolean", int: "an integer"}
 _SEGMENTS = ("cluster", "group", "version", "resource", "namespace")
 _FIELDS = frozenset({"op", "id", *_SEGMENTS, *_PARAMETERS})
 
@@ -99,7 +100,7 @@ def parse_subscription(message: Mapping[str, Any], default_cluster: str) -> Subs
             continue
         value = message[name]
         if not isinstance(value, types) or (types == (int,) and isinstance(value, bool)):
-            raise errors.bad_request(f"{name}: must be a {types[0].__name__}")
+            raise errors.bad_request(f"{name}: must be {_JSON_TYPES[types[0]]}")
         query[name] = ("true" if value else "false") if isinstance(value, bool) else str(value)
     group, version = segments["group"], segments["version"]
     path = f"/clusters/{quote(segments['cluster'] or default_cluster, safe=':*')}"
