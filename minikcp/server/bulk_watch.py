@@ -47,7 +47,9 @@ PATH = "/bulkwatch"
 MAX_SUBSCRIPTIONS = 10_000
 MAX_MESSAGE_BYTES = 64 * 1024  # a control message from the client
 _OUTBOX_BYTES = 4 * 1024 * 1024  # subscriptions wait while this much is unsent (backpressure)
-_FRAME_BYTES = 1024 * 1024  # one frame holds events up to about this size
+# One frame holds events up to about this size: enough to save the per-write costs, small
+# enough that the client reads the first events of a burst before the server has encoded the last.
+_FRAME_BYTES = 64 * 1024
 _HEARTBEAT = 30.0
 
 # The watch parameters a subscription may carry: name -> the JSON types it may have.

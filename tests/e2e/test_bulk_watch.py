@@ -68,10 +68,12 @@ class Stream:
 
 
 @contextlib.asynccontextmanager
-async def _open(url: str, ctx: ssl.SSLContext) -> AsyncIterator[Stream]:
+async def _open(
+    url: str, ctx: ssl.SSLContext, headers: dict[str, str] | None = None
+) -> AsyncIterator[Stream]:
     async with (
         aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=ctx)) as session,
-        session.ws_connect(url) as ws,
+        session.ws_connect(url, headers=headers) as ws,
     ):
         yield Stream(ws)
 
@@ -197,6 +199,16 @@ async def test_each_subscription_is_authorized_as_its_own_watch(
         as_admin(bulk_server, cluster, "-n", "team", "label", "configmap", "x", "app=x")
         await stream.until(lambda ms: "x" in stream.names("ok"))
         assert "CLOSED" not in [m["type"] for m in stream.of("ok")]
+
+    # impersonation applies to each subscription, in the subscription's cluster
+    url = f"{bulk_server.base_url}/clusters/root/bulkwatch"
+    async with _open(url, bulk_server.ssl_context(), {"Impersonate-User": "erin"}) as stream:
+        await stream.subscribe("other", cluster=cluster, namespace="other", **cm)
+        await stream.subscribe("team", cluster=cluster, namespace="team", **cm)
+        await stream.until(_has("other", "CLOSED"))
+        await stream.until(_has("team", "ADDED"))  # kube-root-ca.crt
+        assert 'User "erin" cannot watch' in stream.of("other")[0]["object"]["message"]
+        assert "CLOSED" not in [m["type"] for m in stream.of("team")]
 
 
 async def test_bookmarks_per_subscription(bulk_server: ServerProcess) -> None:
