@@ -333,3 +333,34 @@ async def _take(informer: bulk_watch.Informer, count: int) -> AsyncIterator[bulk
         if event.type != bulk_watch.BOOKMARK:
             taken += 1
             yield event
+
+
+async def test_informers_resume_on_a_new_connection_after_a_restart(tmp_path: Path) -> None:
+    proc = server_process.start_server(tmp_path)
+    again: ServerProcess | None = None
+    try:
+        as_admin(proc, "root", "create", "namespace", "team")
+        _configmap(proc, "root", "before", "app=x")
+        creds = credentials.from_kubeconfig(proc.kubeconfig("root"))
+        async with bulk_watch.BulkWatch(creds) as bulk:
+            apps = bulk.informer(
+                version="v1", resource="configmaps", namespace="team", label_selector="app=x"
+            )
+            namespaces = bulk.informer(version="v1", resource="namespaces")
+            async with asyncio.timeout(30):
+                assert [e.object["metadata"]["name"] async for e in _take(apps, 1)] == ["before"]
+                names = {e.object["metadata"]["name"] async for e in _take(namespaces, 5)}
+            assert names == {"default", "kube-node-lease", "kube-public", "kube-system", "team"}
+            assert proc.stop() == 0
+            again = server_process.start_server(tmp_path, root=proc.root, port=proc.port)
+            _configmap(again, "root", "after", "app=x")
+            async with asyncio.timeout(30):
+                event = await anext(_take(apps, 1))
+            assert (event.type, event.object["metadata"]["name"]) == ("ADDED", "after")
+            assert sorted(name for _, _, name in apps.cache) == ["after", "before"]
+            assert apps.relists == 0  # resumed from its resourceVersion, no list
+    finally:
+        for server in (proc, again):
+            if server is not None:
+                server.stop()
+                assert "Traceback" not in server.log()
