@@ -157,6 +157,10 @@ async def test_many_subscriptions_across_clusters_with_selectors(
         assert [m["type"] for m in stream.of("b")[-1:]] == ["CLOSED"]
         assert not [m for m in stream.messages[seen:] if m.get("id") == "b"]
         assert [m["id"] for m in stream.messages if m["type"] == "ERROR"] == ["nope"]
+    # without a WebSocket upgrade: a Status
+    code, _, body = bulk_server.request("GET", f"/clusters/{a}/bulkwatch")
+    assert code == 400
+    assert orjson.loads(body)["message"] == "a bulk watch is a WebSocket: send a GET with Upgrade"
 
 
 async def test_each_subscription_is_authorized_as_its_own_watch(
