@@ -32,6 +32,7 @@ from minikcp.client.credentials import Credentials
 
 ADDED, MODIFIED, DELETED, BOOKMARK = "ADDED", "MODIFIED", "DELETED", "BOOKMARK"
 _RECONNECT_PAUSE = 1.0
+_TLS_CLOSE_PAUSE = 0.25
 _MAX_FRAME = 64 * 1024 * 1024
 _CLUSTER_ANNOTATION = "kcp.io/cluster"
 
@@ -81,6 +82,9 @@ class BulkWatch:
                 await self._task
         if self._session is not None:
             await self._session.close()
+            # The WebSocket's TLS connection closes in the background (aiohttp's advice for a
+            # graceful shutdown): give it a moment before the caller's loop may end.
+            await asyncio.sleep(_TLS_CLOSE_PAUSE)
 
     def informer(
         self,
@@ -268,9 +272,17 @@ class Informer:
                 await self._relist()
             await self._subscribe()
 
+    async def _list(self) -> dict[str, Any]:
+        """As a reflector: a server that is away is waited for; a Status is raised."""
+        while True:
+            try:
+                return await self._bulk.list(self.spec)
+            except (aiohttp.ClientError, ConnectionError, OSError):
+                await asyncio.sleep(_RECONNECT_PAUSE)
+
     async def _relist(self) -> None:
         """List again and report what changed since the cache was last right."""
-        listing = await self._bulk.list(self.spec)
+        listing = await self._list()
         if self._started and self.resource_version:
             self.relists += 1
         fresh = {_key(obj): obj for obj in _items(listing)}

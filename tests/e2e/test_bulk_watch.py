@@ -76,6 +76,9 @@ async def _open(
         session.ws_connect(url, headers=headers) as ws,
     ):
         yield Stream(ws)
+    # aiohttp closes the WebSocket's TLS connection in the background: let it finish before
+    # the test's event loop ends (its advice for a graceful shutdown).
+    await asyncio.sleep(0.25)
 
 
 def _admin_stream(
