@@ -61,7 +61,8 @@ class Watcher:
         self._floor = floor  # live events at or below this are not for this watcher
         self._queue_size = queue_size
         self._queue: collections.deque[Event] = collections.deque()
-        self._backlog = collections.deque(backlog)
+        # Most watches start at the hub's revision: no backlog, no deque for one.
+        self._backlog = collections.deque(backlog) if backlog else None
         self._replay = replay  # the store's log, read up to revision replay_until
         self._replay_until = replay_until
         self._closed = False
@@ -74,7 +75,8 @@ class Watcher:
 
         When it is 0, every matching event up to `hub.revision` has been handed out.
         """
-        return len(self._backlog) + len(self._queue) + (self._replay is not None)
+        backlog = len(self._backlog) if self._backlog else 0
+        return backlog + len(self._queue) + (self._replay is not None)
 
     def __aiter__(self) -> Watcher:
         return self
@@ -131,7 +133,7 @@ class Watcher:
         self._closed = True
         self._hub.forget(self)
         self._queue.clear()
-        self._backlog.clear()
+        self._backlog = None
         self._replay = None  # its generator is finalised (and leaves the feed) with it
         self._wake()
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 
 from aiohttp import web
 
@@ -19,7 +19,15 @@ from minikcp.auth import (
 )
 from minikcp.machinery import errors, request_info, users
 from minikcp.registry import pod_streams, registry
-from minikcp.server import dashboard, encoding, nonresource, observe, resources, virtual_workspaces
+from minikcp.server import (
+    bulk_watch,
+    dashboard,
+    encoding,
+    nonresource,
+    observe,
+    resources,
+    virtual_workspaces,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -90,6 +98,7 @@ def build_app(
     watch_events = observer.watch_events if observer is not None else None
     resource_handler = resources.ResourceHandler(reg, pod_connectors, watch_events)
     other_handler = nonresource.NonResourceHandler(reg, ready=ready)
+    bulk_handler = bulk_watch.BulkWatchHandler(resource_handler, watch_events)
     export_workspace = virtual_workspaces.APIExportVirtualWorkspace(
         reg, resource_handler, other_handler, observer
     )
@@ -108,15 +117,19 @@ def build_app(
         info = request_info.parse(request.method, request.path, watch_param=watch)
         # authenticate -> (resolve the cluster path) -> authorize -> handle
         user = authenticated = await _authenticate(request, authenticator, reg, sessions)
+        # A bulk watch impersonates per subscription, in each subscription's cluster.
+        bulk = info.path == bulk_watch.PATH and not info.is_resource_request
         if user is not authn.ANONYMOUS:  # who may not get further learns nothing of paths
             info = await _logical_cluster(info, user, resolve_cluster)
-            if impersonation.requested(request.headers):
+            if impersonation.requested(request.headers) and not bulk:
                 user = await impersonation.impersonate(
                     reg.policy, info.cluster, user, request.headers
                 )
         if observer is not None:
             observer.received(request, info, authenticated, None if user is authenticated else user)
-        await _authorize(reg, info, user, request)
+        if bulk:
+            return await _bulk_watch(request, info, authenticated)
+        await _authorize(reg, info, user, request.query)
         if info.is_resource_request:
             if observer is not None and _long_running(info, request):
                 with observer.long_running(request, info):
@@ -127,6 +140,30 @@ def build_app(
         if info.path == "/metrics" and observer is not None and observer.metrics is not None:
             return await observe.serve_metrics(observer.metrics)
         return await other_handler.handle(request, info)
+
+    async def _bulk_watch(
+        request: web.Request, info: request_info.RequestInfo, user: users.UserInfo
+    ) -> web.StreamResponse:
+        """Each subscription is authorized as its own watch; the connection needs a user."""
+        if user is authn.ANONYMOUS:
+            raise authn.UNAUTHORIZED
+
+        async def admit(
+            sub: request_info.RequestInfo, query: Mapping[str, str]
+        ) -> tuple[request_info.RequestInfo, users.UserInfo]:
+            sub = await _logical_cluster(sub, user, resolve_cluster)
+            acting = user
+            if impersonation.requested(request.headers):
+                acting = await impersonation.impersonate(
+                    reg.policy, sub.cluster, user, request.headers
+                )
+            await _authorize(reg, sub, acting, query)
+            return sub, acting
+
+        if observer is None:
+            return await bulk_handler.handle(request, info.cluster, admit)
+        with observer.long_running(request, info):
+            return await bulk_handler.handle(request, info.cluster, admit)
 
     async def serve(request: web.Request) -> web.StreamResponse:
         return await status_errors(request, dispatch)
@@ -200,7 +237,7 @@ async def _authorize(
     reg: registry.Registry,
     info: request_info.RequestInfo,
     user: users.UserInfo,
-    request: web.Request,
+    query: Mapping[str, str],
 ) -> None:
     """Every request but health checks is authorized; anonymous requests get no further.
     Bound resources are bounded by their export's maximal permission policy first."""
@@ -210,7 +247,7 @@ async def _authorize(
         raise authn.UNAUTHORIZED
     if authorizer.public_info(info):
         return
-    attrs = authorizer.attributes(info, user, request.query)
+    attrs = authorizer.attributes(info, user, query)
     if info.is_resource_request and reg.bound_apis.served_in(info.cluster):
         await maximal_policy.check(reg.policy, reg.bound_apis, attrs)
     await authorizer.authorize(reg.policy, attrs)

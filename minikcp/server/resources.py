@@ -77,19 +77,7 @@ class ResourceHandler:
         visible: Visible | None = None,
     ) -> web.StreamResponse:
         """`types` and `visible` make it a view: only those kinds, only those objects."""
-        if types is None:
-            types = self.registry.catalog_for(info.cluster)
-            rt = types.by_resource(info.group, info.version, info.resource)
-            if rt is None and info.cluster == request_info.WILDCARD_CLUSTER:
-                plural, _, identity = info.resource.partition(":")
-                if identity:
-                    rt = self.registry.bound_apis.type_with_identity(
-                        info.group, info.version, plural, identity
-                    )
-        else:
-            rt = types.by_resource(info.group, info.version, info.resource)
-        if rt is None:
-            raise _not_found()
+        rt = self.resource_type(info, types)
         if info.subresource and info.subresource not in {s.name for s in rt.subresources}:
             raise _not_found()
         if info.cluster == request_info.WILDCARD_CLUSTER and info.verb not in ("list", "watch"):
@@ -120,6 +108,25 @@ class ResourceHandler:
         for warning in dict.fromkeys(ctx.warnings):  # once each, as apiserver's recorder
             response.headers.add("Warning", f'299 - "{_escape(warning)}"')
         return response
+
+    def resource_type(
+        self, info: request_info.RequestInfo, types: catalog.Catalog | None = None
+    ) -> catalog.ResourceType:
+        """The kind a request names, in its cluster's catalog (or the view's); 404 if none."""
+        if types is None:
+            types = self.registry.catalog_for(info.cluster)
+            rt = types.by_resource(info.group, info.version, info.resource)
+            if rt is None and info.cluster == request_info.WILDCARD_CLUSTER:
+                plural, _, identity = info.resource.partition(":")
+                if identity:
+                    rt = self.registry.bound_apis.type_with_identity(
+                        info.group, info.version, plural, identity
+                    )
+        else:
+            rt = types.by_resource(info.group, info.version, info.resource)
+        if rt is None:
+            raise _not_found()
+        return rt
 
     async def _dispatch(
         self,
