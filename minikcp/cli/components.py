@@ -28,8 +28,8 @@ from minikcp.controllers import garbage_collector as gc_controller
 from minikcp.controllers import namespaces as namespace_controller
 from minikcp.controllers import workspaces as workspace_controller
 from minikcp.registry import pod_streams, registry
-from minikcp.runtime import leader_election
-from minikcp.syncer import pod_proxy, shards
+from minikcp.runtime import leader_election, supervise
+from minikcp.syncer import pod_proxy, proxy_writes, shards
 from minikcp.syncer import syncer as workload_syncer
 from minikcp.syncer import target as sync_target
 from minikcp.tenancy import resolver, workspaces
@@ -109,6 +109,12 @@ def _syncer(w: Wiring) -> Coroutine[Any, Any, None]:
     return syncer.run()
 
 
+def _proxy_writes(w: Wiring) -> Coroutine[Any, Any, None]:
+    proxy = proxy_writes.ProxyWrites(w.registry, extra_resources=w.sync_resources)
+    w.registry.admit_all(proxy.hook_for)  # last: after quota, the downstream write goes
+    return supervise.forever("proxy writes", proxy.run)
+
+
 CONTROLLERS: tuple[Controller, ...] = (
     Controller("workspace-controller", _workspaces, "Workspaces and their logical clusters"),
     Controller("crd-controller", _crds, "CRD names and conditions, CRD deletion"),
@@ -134,6 +140,12 @@ CONTROLLERS: tuple[Controller, ...] = (
         _syncer,
         "workloads pushed to attached SyncTargets, status back",
         on_replicas=SHARDED,
+    ),
+    Controller(
+        "proxy-writes",
+        _proxy_writes,
+        "writes in namespaces labelled workload.minikcp.io/mode=proxy go through their target",
+        on_replicas=SHARDED,  # any replica serves a proxy write
     ),
 )
 

@@ -570,6 +570,7 @@ class ResourceStore:
                 )
             if self.admission is not None:
                 await self.admission.admit_delete(ctx, current)
+                await self.admission.validate_delete(ctx, current, opts.dry_run)
             key = self.key(ctx.cluster, namespace, name)
             marks = self._deletion_marks(current, options.get("gracePeriodSeconds"))
             if marks is _PENDING_GRACEFUL:

@@ -70,6 +70,8 @@ async def reconcile(ctx: Context, w: TargetWorker, key: ItemKey) -> float | None
     cache = w.informers[resource]
     live = cache.get(dns, name)
     if upstream is None:
+        if live is not None and translate.awaits_upstream_create(live, time.time()):
+            return 1.0  # a proxy write created it a moment ago; its upstream create follows
         # Gone without waiting for us (its namespace or logical cluster was removed at once).
         w.errors.pop(key, None)
         if live is not None:

@@ -29,6 +29,11 @@ UPSTREAM_UID_ANNOTATION = "workload.minikcp.io/upstream-uid"
 UPSTREAM_GENERATION_ANNOTATION = "workload.minikcp.io/upstream-generation"
 # On downstream objects: hash of what the syncer applied, so an unchanged object costs no write.
 APPLIED_HASH_ANNOTATION = "workload.minikcp.io/applied-hash"
+# On downstream objects a proxy write created: when (unix seconds) it did, since the upstream
+# create follows the downstream one (`proxy_writes`). Not part of the applied hash.
+PROXY_CREATED_ANNOTATION = "workload.minikcp.io/proxy-created"
+# How long an object a proxy write created downstream waits for its upstream create.
+PROXY_CREATE_GRACE = 30.0
 # Upstream: one finalizer per sync target holds a deletion until downstream is clean.
 FINALIZER_PREFIX = "workload.kcp.io/syncer-"
 # Upstream Deployments and StatefulSets: the replicas each target runs, so a scale moves only
@@ -214,6 +219,17 @@ def _copy(value: Any) -> Any:
     if isinstance(value, list):
         return [_copy(v) for v in value]
     return value
+
+
+def awaits_upstream_create(live: Mapping[str, Any], now: float) -> bool:
+    """Whether `live` was created downstream by a proxy write whose upstream create may still
+    be on its way (so its absence upstream does not mean it is gone)."""
+    stamp = (live.get("metadata", {}).get("annotations") or {}).get(PROXY_CREATED_ANNOTATION)
+    try:
+        created = float(stamp) if stamp else None
+    except ValueError:
+        return False
+    return created is not None and 0 <= now - created < PROXY_CREATE_GRACE
 
 
 def finalizers_without(meta: Mapping[str, Any], finalizer: str) -> list[str]:
