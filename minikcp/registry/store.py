@@ -457,7 +457,8 @@ class ResourceStore:
                 self._managed_fields(new, old, opts, subresource)
             if noop_writes.unchanged(new, old):
                 return current
-            hook = None if subresource else self.admission
+            # The scale subresource changes the object's spec: validating admission sees it.
+            hook = None if subresource not in ("", "scale") else self.admission
             if hook is not None:
                 await hook.validate_update(ctx, new, old, opts.dry_run)
             if opts.dry_run:

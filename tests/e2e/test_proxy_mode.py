@@ -117,6 +117,8 @@ def test_create_is_downstream_before_kubectl_returns(
         cluster=cluster,
     )
     assert env.replicas(down, dns) == 2
+    up.kubectl("scale", "deployment", "web", "--replicas=3", "-n", "shop", cluster=cluster)
+    assert env.replicas(down, dns) == 3
 
     # The syncer takes the object as its own (its finalizer upstream) and writes nothing more.
     finalizer = env.target_ref(up, cluster, "solo").finalizer
