@@ -8,6 +8,7 @@ its own logical cluster. The target-killed test starts servers of its own.
 
 from __future__ import annotations
 
+import concurrent.futures
 import copy
 import json
 import time
@@ -26,6 +27,7 @@ from tests.server_process import ServerProcess
 pytestmark = pytest.mark.e2e
 
 PROXY = f"{proxy_writes.MODE_LABEL}={proxy_writes.PROXY_MODE}"
+JSON = {"Content-Type": "application/json"}
 
 
 @pytest.fixture(scope="module")
@@ -84,9 +86,7 @@ def _held(down: ServerProcess, namespace: str, *args: str) -> dict[str, Any]:
 
 def _status(server: ServerProcess, method: str, path: str, body: dict[str, Any]) -> dict[str, Any]:
     """The Status a refused request answers (its code checked against the body's)."""
-    code, _, raw = server.request(
-        method, path, json.dumps(body).encode(), headers={"Content-Type": "application/json"}
-    )
+    code, _, raw = server.request(method, path, json.dumps(body).encode(), headers=JSON)
     status: dict[str, Any] = json.loads(raw)
     assert code == status.get("code") and code >= 400, (code, status)
     return status
@@ -261,6 +261,42 @@ def test_stale_update_is_a_conflict(up: ServerProcess, down: ServerProcess, clus
     exists = up.kubectl("create", "configmap", "c", "-n", "shop", cluster=cluster, check=False)
     assert 'configmaps "c" already exists' in exists.stderr
     assert _held(down, dns, "configmap", "c")["data"] == {"v": "1"}
+
+
+def test_racing_writes_end_in_line(up: ServerProcess, down: ServerProcess, cluster: str) -> None:
+    """Downstream goes first, so a write that then loses upstream leaves the target ahead for a
+    moment; the syncer brings it back to what upstream holds."""
+    dns = _solo(up, down, cluster)
+    path = f"/clusters/{cluster}/api/v1/namespaces/shop/configmaps"
+
+    def create(i: int) -> int:
+        body = {"metadata": {"name": "raced"}, "data": {"v": str(i)}}
+        code, _, _ = up.request("POST", path, json.dumps(body).encode(), headers=JSON)
+        return code
+
+    with concurrent.futures.ThreadPoolExecutor(6) as pool:
+        codes = sorted(pool.map(create, range(6)))
+    assert codes[0] == 201 and set(codes[1:]) == {409}, codes
+    upstream = env.get(up, cluster, "-n", "shop", "configmap", "raced")
+
+    def in_line() -> bool:
+        held = _held(down, dns, "configmap", "raced")
+        uid = held["metadata"]["annotations"][translate.UPSTREAM_UID_ANNOTATION]
+        return bool(uid == upstream["metadata"]["uid"] and held["data"] == upstream["data"])
+
+    env.eventually(in_line, what="the target holding the create that won")
+
+    def update(i: int) -> int:
+        body = copy.deepcopy(upstream)
+        body["data"] = {"v": f"update-{i}"}
+        code, _, _ = up.request("PUT", f"{path}/raced", json.dumps(body).encode(), headers=JSON)
+        return code
+
+    with concurrent.futures.ThreadPoolExecutor(6) as pool:
+        codes = sorted(pool.map(update, range(6)))
+    assert codes[0] == 200 and set(codes[1:]) == {409}, codes
+    upstream = env.get(up, cluster, "-n", "shop", "configmap", "raced")
+    env.eventually(in_line, what="the target holding the update that won")
 
 
 def test_proxy_needs_exactly_one_target(
