@@ -12,10 +12,11 @@ target that is not Ready or does not answer within a few seconds is a 503 naming
 queued. Writes of in-process components (the syncer, the garbage collector, the namespace
 controller) take the asynchronous path, as do reads.
 
-Ordering: downstream first, then upstream. If the upstream write then fails (a lost race), the
-downstream copy is ahead for a moment; the syncer brings it back in line from upstream: the
-downstream change reaches its informer and the key is reconciled (a created object that never
-made it upstream is deleted once `translate.PROXY_CREATE_GRACE` has passed; an update is
+Ordering: downstream first, then upstream. The syncer's informer often hears of the downstream
+write before the upstream one is stored: the object carries `translate.PROXY_WRITE_ANNOTATION`,
+and for `translate.PROXY_WRITE_GRACE` the syncer does not undo it. If the upstream write then
+fails (a lost race), the downstream copy stays ahead only that long: the syncer reconciles the
+key from upstream (a created object that never made it upstream is deleted, an update is
 overwritten by the upstream state).
 """
 
@@ -153,8 +154,6 @@ class Route:
             await self._ensure_namespace(namespace)
             if await self._get(path) is not None:
                 raise errors.already_exists(self.synced.rt.plural, name, group=self.synced.rt.group)
-            marks = desired["metadata"]["annotations"]
-            marks[translate.PROXY_CREATED_ANNOTATION] = str(int(time.time()))
             await self._apply(path, namespace, desired, dry_run)
 
     async def update(self, obj: Mapping[str, Any], old: Mapping[str, Any], dry_run: bool) -> None:
@@ -170,6 +169,8 @@ class Route:
             live = await self._get(path)
             if live is not None:
                 self._check_ours(live, old, name)
+                if not translate.needs_apply(desired, live):
+                    return  # held already (a retry of this write after a lost race upstream)
                 # The state read is a precondition: a change meanwhile is a 409 from the target.
                 desired["metadata"]["resourceVersion"] = live["metadata"].get("resourceVersion")
             await self._apply(path, namespace, desired, dry_run)
@@ -227,6 +228,9 @@ class Route:
         self, path: str, namespace: str, desired: dict[str, Any], dry_run: bool
     ) -> None:
         params = {"fieldManager": translate.FIELD_MANAGER, "force": "true", **_dry_run(dry_run)}
+        # Not in the applied hash: the syncer finds what it would write, and waits for upstream.
+        annotations = desired["metadata"]["annotations"]
+        annotations[translate.PROXY_WRITE_ANNOTATION] = f"{time.time():.3f}"
         for attempt in (0, 1):
             try:
                 await self.client.api.request(
@@ -339,6 +343,28 @@ def _namespace_missing(exc: downstream.DownstreamError) -> bool:
 
 def _dry_run(dry_run: bool) -> dict[str, str]:
     return {"dryRun": "All"} if dry_run else {}
+
+
+async def live_in_proxy_mode(
+    reg: upstream_registry.Registry,
+    client: downstream.DownstreamClient,
+    path: str,
+    cluster: str,
+    namespace: str,
+    cached: dict[str, Any],
+) -> dict[str, Any] | None:
+    """The syncer's view of a downstream object it is about to write: in a proxy namespace the
+    target as it is now (a proxy write may be ahead of the syncer's informer, and need not be
+    written again), elsewhere `cached`."""
+    ns = await reg.namespaces.find(RequestContext(cluster=cluster), "", namespace)
+    if ns is None or (ns.metadata.get("labels") or {}).get(MODE_LABEL) != PROXY_MODE:
+        return cached
+    try:
+        return await client.request("GET", path)
+    except downstream.DownstreamError as exc:
+        if exc.code != 404:
+            raise
+        return None
 
 
 class _ProxyHook(admission.Admission):

@@ -1,5 +1,5 @@
 """Proxy mode's pure parts: the target's refusal as the upstream Status, the SyncTarget fields a
-proxy write routes by, and the grace a proxy-created object gets before its upstream create."""
+proxy write routes by, and how long a proxy write's downstream state waits for upstream."""
 
 from __future__ import annotations
 
@@ -85,20 +85,20 @@ def test_a_refusal_without_a_message_names_the_target() -> None:
 @pytest.mark.parametrize(
     ("stamp", "age", "waits"),
     [
-        (None, 0.0, False),  # not made by a proxy write
-        ("1000", 0.0, True),
-        ("1000", 29.0, True),
-        ("1000", 30.0, False),  # the grace is over: missing upstream means gone
+        (None, 0.0, False),  # not written by a proxy write
+        ("1000.250", 0.0, True),  # another replica's clock a little ahead
+        ("1000", 4.5, True),
+        ("1000", translate.PROXY_WRITE_GRACE, False),  # over: upstream has the last word
         ("1000", -5.0, False),  # a clock far behind: not trusted
         ("soon", 1.0, False),
     ],
 )
-def test_a_proxy_created_object_waits_for_its_upstream_create(
+def test_a_proxy_write_waits_for_its_upstream_write(
     stamp: str | None, age: float, waits: bool
 ) -> None:
-    annotations = {} if stamp is None else {translate.PROXY_CREATED_ANNOTATION: stamp}
+    annotations = {} if stamp is None else {translate.PROXY_WRITE_ANNOTATION: stamp}
     live = {"metadata": {"name": "c", "annotations": annotations}}
-    assert translate.awaits_upstream_create(live, 1000.0 + age) is waits
+    assert translate.awaits_upstream_write(live, 1000.0 + age) is waits
 
 
 def _target(meta: dict[str, Any], spec: dict[str, Any], status: dict[str, Any]) -> StoredObject:
