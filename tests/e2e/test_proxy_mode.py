@@ -319,7 +319,18 @@ def test_proxy_needs_exactly_one_target(
     assert env.find(up, cluster, "-n", "shop", "configmap", "c") is None
 
     up.kubectl(
-        "label", "namespace", "shop", "workload.minikcp.io/sync-target=west", cluster=cluster
+        "label", "namespace", "shop", "workload.minikcp.io/sync-target=north", cluster=cluster
+    )
+    refused = up.kubectl("create", "configmap", "c", "-n", "shop", cluster=cluster, check=False)
+    assert f"namespace shop is in proxy mode ({PROXY}) and placed on none" in refused.stderr
+
+    up.kubectl(
+        "label",
+        "namespace",
+        "shop",
+        "--overwrite",
+        "workload.minikcp.io/sync-target=west",
+        cluster=cluster,
     )
     up.kubectl("create", "configmap", "c", "-n", "shop", cluster=cluster)
     assert env.down_get(down, env.downstream_ns(up, cluster, "west", "shop"), "configmap", "c")
