@@ -84,6 +84,10 @@ def _held(down: ServerProcess, namespace: str, *args: str) -> dict[str, Any]:
     return found
 
 
+def _with_finalizer(obj: dict[str, Any], finalizer: str) -> dict[str, Any] | None:
+    return obj if finalizer in (obj["metadata"].get("finalizers") or ()) else None
+
+
 def _status(server: ServerProcess, method: str, path: str, body: dict[str, Any]) -> dict[str, Any]:
     """The Status a refused request answers (its code checked against the body's)."""
     code, _, raw = server.request(method, path, json.dumps(body).encode(), headers=JSON)
@@ -289,6 +293,12 @@ def test_racing_writes_end_in_line(up: ServerProcess, down: ServerProcess, clust
         return bool(uid == upstream["metadata"]["uid"] and held["data"] == upstream["data"])
 
     env.eventually(in_line, what="the target holding the create that won")
+    # The syncer's own upstream write (its finalizer) first, so the racers share a current RV.
+    finalizer = env.target_ref(up, cluster, "solo").finalizer
+    upstream = env.eventually(
+        lambda: _with_finalizer(env.get(up, cluster, "-n", "shop", "cm", "raced"), finalizer),
+        what="the syncer's finalizer on raced",
+    )
 
     def update(i: int) -> int:
         body = copy.deepcopy(upstream)
