@@ -123,6 +123,15 @@ def _syncer(w: Wiring) -> Coroutine[Any, Any, None]:
     return syncer.run()
 
 
+def _proxy_writes(w: Wiring) -> Coroutine[Any, Any, None]:
+    from minikcp.runtime import supervise
+    from minikcp.syncer import proxy_writes
+
+    proxy = proxy_writes.ProxyWrites(w.registry, extra_resources=w.sync_resources)
+    w.registry.admit_all(proxy.hook_for)  # last: after quota, the downstream write goes
+    return supervise.forever("proxy writes", proxy.run)
+
+
 CONTROLLERS: tuple[Controller, ...] = (
     Controller("workspace-controller", _workspaces, "Workspaces and their logical clusters"),
     Controller("crd-controller", _crds, "CRD names and conditions, CRD deletion"),
@@ -148,6 +157,12 @@ CONTROLLERS: tuple[Controller, ...] = (
         _syncer,
         "workloads pushed to attached SyncTargets, status back",
         on_replicas=SHARDED,
+    ),
+    Controller(
+        "proxy-writes",
+        _proxy_writes,
+        "writes in namespaces labelled workload.minikcp.io/mode=proxy go through their target",
+        on_replicas=SHARDED,  # any replica serves a proxy write
     ),
 )
 

@@ -4,7 +4,9 @@ Like kube-apiserver's admission plugins, they run inside the registry's write pa
 requests and in-process controllers get the same answers): `admit_create` (mutating) after
 defaulting and before validation, `admit_update` after validation of an update,
 `validate_create` and `validate_update` (validating) after validation, right before the object
-is stored, `admit_delete` before a deletion starts. Each may raise a StatusError.
+is stored, `admit_delete` before a deletion starts and `validate_delete` right after it, knowing
+whether it is a dry run. Each may raise a StatusError; a validating hook that refuses a write
+ends it (`write_ended`, not stored) for the hooks before it in the chain.
 """
 
 from __future__ import annotations
@@ -35,6 +37,11 @@ class Admission:
 
     async def admit_delete(self, ctx: RequestContext, current: StoredObject) -> None:
         """May refuse to delete `current`."""
+
+    async def validate_delete(
+        self, ctx: RequestContext, current: StoredObject, dry_run: bool
+    ) -> None:
+        """May refuse to delete `current`; the last hook before the deletion is stored."""
 
     async def validate_update(
         self, ctx: RequestContext, obj: dict[str, Any], old: Mapping[str, Any], dry_run: bool
@@ -71,8 +78,12 @@ class Chain(Admission):
     async def validate_create(
         self, ctx: RequestContext, obj: dict[str, Any], dry_run: bool
     ) -> None:
-        for hook in self.hooks:
-            await hook.validate_create(ctx, obj, dry_run)
+        for i, hook in enumerate(self.hooks):
+            try:
+                await hook.validate_create(ctx, obj, dry_run)
+            except BaseException:
+                self._refused(i, ctx, obj, update=False)
+                raise
 
     async def admit_delete(self, ctx: RequestContext, current: StoredObject) -> None:
         for hook in self.hooks:
@@ -81,8 +92,25 @@ class Chain(Admission):
     async def validate_update(
         self, ctx: RequestContext, obj: dict[str, Any], old: Mapping[str, Any], dry_run: bool
     ) -> None:
+        for i, hook in enumerate(self.hooks):
+            try:
+                await hook.validate_update(ctx, obj, old, dry_run)
+            except BaseException:
+                self._refused(i, ctx, obj, update=True)
+                raise
+
+    async def validate_delete(
+        self, ctx: RequestContext, current: StoredObject, dry_run: bool
+    ) -> None:
         for hook in self.hooks:
-            await hook.validate_update(ctx, obj, old, dry_run)
+            await hook.validate_delete(ctx, current, dry_run)
+
+    def _refused(
+        self, index: int, ctx: RequestContext, obj: dict[str, Any], *, update: bool
+    ) -> None:
+        """Hook `index` refused: what the hooks before it let through (a quota charge) is over."""
+        for hook in self.hooks[:index]:
+            hook.write_ended(ctx, obj, update=update, stored=False)
 
     def write_ended(
         self, ctx: RequestContext, obj: dict[str, Any], *, update: bool, stored: bool

@@ -462,7 +462,8 @@ class ResourceStore:
                 self._managed_fields(new, old, opts, subresource)
             if noop_writes.unchanged(new, old):
                 return current
-            hook = None if subresource else self.admission
+            # The scale subresource changes the object's spec: validating admission sees it.
+            hook = None if subresource not in ("", "scale") else self.admission
             if hook is not None:
                 await hook.validate_update(ctx, new, old, opts.dry_run)
             if opts.dry_run:
@@ -575,6 +576,7 @@ class ResourceStore:
                 )
             if self.admission is not None:
                 await self.admission.admit_delete(ctx, current)
+                await self.admission.validate_delete(ctx, current, opts.dry_run)
             key = self.key(ctx.cluster, namespace, name)
             marks = self._deletion_marks(current, options.get("gracePeriodSeconds"))
             if marks is _PENDING_GRACEFUL:

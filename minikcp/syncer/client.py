@@ -27,11 +27,14 @@ APPLY_PATCH = "application/apply-patch+yaml"
 class DownstreamError(Exception):
     """The cluster answered with an error Status."""
 
-    def __init__(self, code: int, reason: str, message: str) -> None:
+    def __init__(
+        self, code: int, reason: str, message: str, details: Mapping[str, Any] | None = None
+    ) -> None:
         super().__init__(f"{code} {reason}: {message}")
         self.code = code
         self.reason = reason
         self.message = message
+        self.details: Mapping[str, Any] = details or {}  # the Status's details, as sent
 
 
 class Unreachable(Exception):
@@ -136,11 +139,7 @@ class DownstreamClient:
             break
         decoded = _decode(raw)
         if status >= 400:
-            raise DownstreamError(
-                status,
-                str(decoded.get("reason", "")) if isinstance(decoded, dict) else "",
-                str(decoded.get("message", raw[:200])) if isinstance(decoded, dict) else "",
-            )
+            raise _error(status, decoded)
         return decoded if isinstance(decoded, dict) else {}
 
     async def _auth(self, *, refresh: bool) -> dict[str, str]:
@@ -234,7 +233,13 @@ class DownstreamClient:
 def _error(status: int, decoded: Any) -> DownstreamError:
     if not isinstance(decoded, dict):
         return DownstreamError(status, "", "")
-    return DownstreamError(status, str(decoded.get("reason", "")), str(decoded.get("message", "")))
+    details = decoded.get("details")
+    return DownstreamError(
+        status,
+        str(decoded.get("reason", "")),
+        str(decoded.get("message", "")),
+        details if isinstance(details, dict) else None,
+    )
 
 
 def _decode(raw: bytes) -> Any:

@@ -18,7 +18,7 @@ from minikcp.machinery import errors
 from minikcp.registry import registry as upstream_registry
 from minikcp.registry import store as upstream_store
 from minikcp.registry.objects import RequestContext, WriteOptions
-from minikcp.syncer import aggregate, placement, replicas, resources, translate
+from minikcp.syncer import aggregate, placement, proxy_writes, replicas, resources, translate
 from minikcp.syncer import client as downstream
 from minikcp.syncer.target import ItemKey, TargetWorker
 
@@ -70,6 +70,8 @@ async def reconcile(ctx: Context, w: TargetWorker, key: ItemKey) -> float | None
     cache = w.informers[resource]
     live = cache.get(dns, name)
     if upstream is None:
+        if live is not None and translate.awaits_upstream_write(live, time.time()):
+            return 1.0  # a proxy write created it a moment ago; its upstream create follows
         # Gone without waiting for us (its namespace or logical cluster was removed at once).
         w.errors.pop(key, None)
         if live is not None:
@@ -122,6 +124,11 @@ async def reconcile(ctx: Context, w: TargetWorker, key: ItemKey) -> float | None
             w.errors[key] = f"{synced.rt.kind} {dns}/{name} exists downstream and is not ours"
             await status_up(ctx, synced, key)
             return 30.0
+    if live is not None and translate.needs_apply(desired, live):
+        args = (ctx.registry, w.client, path, cluster, namespace, live)
+        live = await proxy_writes.live_in_proxy_mode(*args)
+        if live is not None and translate.awaits_upstream_write(live, time.time()):
+            return 1.0  # a proxy write is ahead of upstream a moment; its upstream write follows
     if translate.needs_apply(desired, live):
         try:
             written = await w.client.request(

@@ -29,6 +29,12 @@ UPSTREAM_UID_ANNOTATION = "workload.minikcp.io/upstream-uid"
 UPSTREAM_GENERATION_ANNOTATION = "workload.minikcp.io/upstream-generation"
 # On downstream objects: hash of what the syncer applied, so an unchanged object costs no write.
 APPLIED_HASH_ANNOTATION = "workload.minikcp.io/applied-hash"
+# On downstream objects a proxy write wrote: when (unix seconds), since the upstream write
+# follows the downstream one (`proxy_writes`). Not part of the applied hash.
+PROXY_WRITE_ANNOTATION = "workload.minikcp.io/proxy-write"
+# How long a proxy write's downstream state waits for its upstream write before the syncer
+# takes it for one that failed there (the upstream write is the very next step).
+PROXY_WRITE_GRACE = 5.0
 # Upstream: one finalizer per sync target holds a deletion until downstream is clean.
 FINALIZER_PREFIX = "workload.kcp.io/syncer-"
 # Upstream Deployments and StatefulSets: the replicas each target runs, so a scale moves only
@@ -214,6 +220,18 @@ def _copy(value: Any) -> Any:
     if isinstance(value, list):
         return [_copy(v) for v in value]
     return value
+
+
+def awaits_upstream_write(live: Mapping[str, Any], now: float) -> bool:
+    """Whether `live` was written by a proxy write whose upstream write may still be on its way
+    (so an upstream state that differs, or is missing, may not be the last word yet)."""
+    stamp = (live.get("metadata", {}).get("annotations") or {}).get(PROXY_WRITE_ANNOTATION)
+    try:
+        written = float(stamp) if stamp else None
+    except ValueError:
+        return False
+    # A second of skew between replicas' clocks is allowed for; a stamp further ahead is not.
+    return written is not None and -1.0 <= now - written < PROXY_WRITE_GRACE
 
 
 def finalizers_without(meta: Mapping[str, Any], finalizer: str) -> list[str]:
