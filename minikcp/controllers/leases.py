@@ -1,8 +1,8 @@
 """Leases of the in-process components, stored as coordination.k8s.io/v1 Leases.
 
 Every lease lives in namespace `kube-system` of the logical cluster `system:admin`:
-`minikcp-controllers` for the singleton controllers, `synctargets-<logical cluster>` for the
-workers of the SyncTargets serving that cluster (syncer/shards.py), and
+`minikcp-controllers` for the singleton controllers, `synctarget-<logical cluster>.<name>` for
+the worker of each SyncTarget (syncer/shards.py), and
 `minikcp-replica-<identity>` for each live replica (held by itself: it announces the replica, so
 the sharded components know how many share the work). Names a Lease cannot have (colons,
 underscores) are replaced and a hash of the original added.

@@ -1,8 +1,10 @@
 """Leader election by a lock record, with client-go's rules (`tools/leaderelection`).
 
-A candidate reads the record every retry period. A record held by someone else is live until
-`leaseDurationSeconds` have passed on *this* process's monotonic clock since the record last
-changed (another replica's wall clock is never compared with ours). While leading, the holder
+A candidate reads the record every retry period, and once more just after the record it observed
+expires (observed at + lease duration), so failover does not wait for the next period. A record
+held by someone else is live until `leaseDurationSeconds` have passed on *this* process's
+monotonic clock since the record last changed (another replica's wall clock is never compared
+with ours). While leading, the holder
 renews every retry period; if it cannot renew within the renew deadline, shorter than the lease
 duration, it stops leading, so its work has ended before any other replica may take the lease.
 On cancellation the lease is released (holder cleared, duration 1 s, as ReleaseOnCancel), so a
@@ -29,6 +31,8 @@ from typing import Any, Protocol
 logger = logging.getLogger(__name__)
 
 JITTER_FACTOR = 1.2  # client-go's JitterFactor for the retry period
+# A follower also tries this long after the observed record's expiry, not only every retry period.
+_AFTER_EXPIRY = 0.01
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +120,15 @@ def next_record(
     return Record(identity, duration_seconds, now, now, observed.transitions + 1, nonce)
 
 
+def retry_delay(period: float, expires_in: float | None) -> float:
+    """Seconds until the next attempt: the (jittered) retry period, or just after the observed
+    record's expiry when that comes first, never before it. Once past the expiry, the period
+    again: a store that does not answer is not hammered."""
+    if expires_in is None or expires_in <= -_AFTER_EXPIRY:
+        return period
+    return min(period, max(0.0, expires_in) + _AFTER_EXPIRY)
+
+
 def released(record: Record, now: datetime.datetime) -> Record:
     """client-go's release: no holder, a one-second lease, the transitions kept."""
     return Record("", 1, now, now, record.transitions, "")
@@ -168,6 +181,20 @@ class LeaderElector:
 
     def _live(self, record: Record) -> bool:
         return time.monotonic() - self._observed_at < record.lease_duration_seconds
+
+    def observed_holder(self) -> str:
+        """Who holds the lease as last read ("" when free or expired)."""
+        record = self._record
+        if record is None or not record.holder or not self._live(record):
+            return ""
+        return record.holder
+
+    def _expiry(self) -> float | None:
+        """When (local monotonic clock) the observed record of another holder expires."""
+        record = self._record
+        if record is None or not record.holder or record.holder == self.identity:
+            return None
+        return self._observed_at + record.lease_duration_seconds
 
     # -- one attempt ----------------------------------------------------------------------------
 
@@ -244,9 +271,12 @@ class LeaderElector:
         finally:
             await self._release()
 
-    async def _sleep(self) -> None:
+    async def _sleep(self, *, until: float | None = None) -> None:
+        """One retry period (jittered), or less when `until` (a local expiry) comes first."""
         period = self.timing.retry_period
-        await asyncio.sleep(period + random.uniform(0, (JITTER_FACTOR - 1) * period))
+        delay = period + random.uniform(0, (JITTER_FACTOR - 1) * period)
+        left = None if until is None else until - time.monotonic()
+        await asyncio.sleep(retry_delay(delay, left))
 
     async def _acquire(self) -> None:
         while True:
@@ -256,7 +286,7 @@ class LeaderElector:
                 self.acquired.set()
                 logger.info("%s acquired by %s", self.lock.description, self.identity)
                 return
-            await self._sleep()
+            await self._sleep(until=self._expiry())
 
     def _term_fence(self) -> Callable[[], bool]:
         """`holding` for the current term only: work left over from an earlier term stays
