@@ -4,9 +4,10 @@ A candidate reads the record every retry period, and once more just after the re
 expires (observed at + lease duration), so failover does not wait for the next period. A record
 held by someone else is live until `leaseDurationSeconds` have passed on *this* process's
 monotonic clock since the record last changed (another replica's wall clock is never compared
-with ours). While leading, the holder
-renews every retry period; if it cannot renew within the renew deadline, shorter than the lease
-duration, it stops leading, so its work has ended before any other replica may take the lease.
+with ours); when a watch delivered the change before the read, from the watch's delivery. While
+leading, the holder renews every retry period; if it cannot renew within the renew deadline,
+shorter than the lease duration, it stops leading, so its work has ended before any other replica
+may take the lease.
 On cancellation the lease is released (holder cleared, duration 1 s, as ReleaseOnCancel), so a
 clean shutdown hands over at once.
 
@@ -88,6 +89,10 @@ class LeaseLock(Protocol):
 
     async def update(self, record: Record, version: str) -> str:
         """Replace the record if still at `version` (LockConflict otherwise)."""
+
+    def seen_at(self, version: str) -> float | None:
+        """When (monotonic) this process first saw `version` of the record, if known earlier
+        than the read that returned it (a watch delivered it); None: now."""
 
 
 def lease_seconds(timing: Timing) -> int:
@@ -212,7 +217,7 @@ class LeaderElector:
             return True
         record, version = found
         if version != self._version:
-            self._observe(record, version)
+            self._observe(record, version, self.lock.seen_at(version))
         twin = record.holder == self.identity and record.nonce not in ("", self.nonce)
         if twin and self._live(record):
             # Ours by name, not by process: live if it changes while we watch it.
@@ -243,10 +248,10 @@ class LeaderElector:
         self._observe(wanted, self._version)
         return True
 
-    def _observe(self, record: Record, version: str) -> None:
+    def _observe(self, record: Record, version: str, at: float | None = None) -> None:
         self._record = record
         self._version = version
-        self._observed_at = time.monotonic()
+        self._observed_at = time.monotonic() if at is None else min(at, time.monotonic())
 
     async def _attempt(self) -> bool:
         try:

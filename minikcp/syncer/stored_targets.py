@@ -9,6 +9,7 @@ objects on it by that record, as the owner does by its live worker.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from minikcp.registry.objects import StoredObject
@@ -57,38 +58,54 @@ def mark(obj: Mapping[str, Any], cluster: str) -> tuple[Any, ...]:
     return (serves(obj, cluster), tuple(sorted(c.labels.items())), usable, accepted(obj))
 
 
+@dataclass(frozen=True, slots=True)
+class Stored:
+    """One stored SyncTarget as placement reads it (read from the object once per event)."""
+
+    candidate: placement.Candidate
+    accepted: frozenset[str]
+    serves: frozenset[str]
+    mark: tuple[Any, ...]
+
+
 class StoredTargets:
     """The stored SyncTargets, indexed by the logical clusters they serve."""
 
     def __init__(self) -> None:
-        self._objects: dict[TargetKey, tuple[frozenset[str], dict[str, Any]]] = {}
+        self._objects: dict[TargetKey, Stored] = {}
         self._serving: dict[str, set[TargetKey]] = {}
 
     def put(self, obj: StoredObject) -> tuple[Any, ...] | None:
         """Record the target; returns its mark before (None when new)."""
         key = (obj.cluster, obj.metadata.get("name", ""))
         view = obj.view()
-        before = self.remove(key, obj.cluster)
-        clusters = serves(view, obj.cluster)
-        self._objects[key] = (clusters, view)
-        for c in clusters:
+        before = self.remove(key)
+        stored = Stored(
+            candidate(view), accepted(view), serves(view, obj.cluster), mark(view, obj.cluster)
+        )
+        self._objects[key] = stored
+        for c in stored.serves:
             self._serving.setdefault(c, set()).add(key)
         return before
 
-    def remove(self, key: TargetKey, cluster: str) -> tuple[Any, ...] | None:
+    def remove(self, key: TargetKey) -> tuple[Any, ...] | None:
+        """Forget the target; returns its mark (None when unknown)."""
         found = self._objects.pop(key, None)
         if found is None:
             return None
-        clusters, view = found
-        for c in clusters:
+        for c in found.serves:
             keys = self._serving.get(c)
             if keys is not None:
                 keys.discard(key)
                 if not keys:
                     del self._serving[c]
-        return mark(view, cluster)
+        return found.mark
 
-    def serving(self, cluster: str) -> list[dict[str, Any]]:
+    def mark_of(self, key: TargetKey) -> tuple[Any, ...] | None:
+        found = self._objects.get(key)
+        return None if found is None else found.mark
+
+    def serving(self, cluster: str) -> list[Stored]:
         """The stored targets that take namespaces from `cluster`."""
         keys = [*self._serving.get(cluster, ()), *self._serving.get("*", ())]
-        return [self._objects[k][1] for k in keys]
+        return [self._objects[k] for k in keys]

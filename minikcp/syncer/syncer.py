@@ -116,10 +116,9 @@ class Syncer:
         ]
         if self.shards is not None:
             local = {w.name for w in workers}
-            for obj in self.stored.serving(cluster):
-                found = stored_targets.candidate(obj)
-                if found.name not in local:
-                    out.append(found)
+            for stored in self.stored.serving(cluster):
+                if stored.candidate.name not in local:
+                    out.append(stored.candidate)
         return out
 
     def takes(self, cluster: str, target: str, resource: str) -> bool:
@@ -130,9 +129,9 @@ class Syncer:
             return resource in wk.synced and wk.health.compatible.get(resource, True)
         if self.shards is None:
             return False
-        for obj in self.stored.serving(cluster):
-            if obj["metadata"].get("name") == target:
-                return resource in stored_targets.accepted(obj)
+        for stored in self.stored.serving(cluster):
+            if stored.candidate.name == target:
+                return resource in stored.accepted
         return False
 
     # -- running --------------------------------------------------------------------------------
@@ -318,11 +317,11 @@ class Syncer:
             return
         key = (obj.cluster, obj.metadata.get("name", ""))
         if kind == watching.DELETED:
-            before = self.stored.remove(key, obj.cluster)
+            before = self.stored.remove(key)
             after = None
         else:
             before = self.stored.put(obj)
-            after = stored_targets.mark(obj.view(), obj.cluster)
+            after = self.stored.mark_of(key)
         await self.shards.on_event(kind, obj)
         if key in self._running or before == after:
             return

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from minikcp.registry.objects import StoredObject
 from minikcp.syncer import placement, status_views, stored_targets
 from minikcp.syncer.aggregate import TargetView
 
@@ -143,3 +144,24 @@ def test_accepted_kinds_and_served_clusters() -> None:
     assert stored_targets.serves(obj, "shop") == {"shop"}
     obj["spec"]["clusters"] = ["a", "b"]
     assert stored_targets.serves(obj, "shop") == {"a", "b"}
+
+
+def test_stored_targets_by_the_clusters_they_serve() -> None:
+    index = stored_targets.StoredTargets()
+
+    def stored(name: str, cluster: str, spec: dict[str, Any]) -> StoredObject:
+        obj = {"metadata": {"name": name}, "spec": spec, "status": {**READY, **BEAT}}
+        return StoredObject.from_dict(obj, cluster=cluster, revision=1)
+
+    assert index.put(stored("east", "shop", {})) is None
+    index.put(stored("west", "infra", {"clusters": ["shop", "bank"]}))
+    index.put(stored("all", "infra", {"clusters": ["*"]}))
+    assert sorted(s.candidate.name for s in index.serving("shop")) == ["all", "east", "west"]
+    assert sorted(s.candidate.name for s in index.serving("bank")) == ["all", "west"]
+    # Serving other clusters now: the index follows; the mark before is returned.
+    before = index.put(stored("west", "infra", {"clusters": ["bank"]}))
+    assert before is not None and before != index.mark_of(("infra", "west"))
+    assert sorted(s.candidate.name for s in index.serving("shop")) == ["all", "east"]
+    assert index.remove(("shop", "east")) is not None
+    assert index.remove(("shop", "east")) is None
+    assert [s.candidate.name for s in index.serving("shop")] == ["all"]
