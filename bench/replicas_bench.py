@@ -3,14 +3,14 @@
 - controller leader: two replicas; kill -9 the holder of `minikcp-controllers`, time until the
   survivor holds it (then a fresh replica joins for the next try);
 - target owner: two replicas and one attached physical cluster; kill -9 the holder of the
-  target's shard lease, time until the survivor holds it and until a ConfigMap created just
+  target's lease, time until the survivor holds it and until a ConfigMap created just
   after the kill is on the physical cluster;
 - idle load: N idle replicas (one SyncTarget each in its own logical cluster), etcd's own gRPC
   counters (Range = reads, Txn = compare-and-swap writes) over a window, per replica per second;
   lease writes counted separately from a watch of the leases.
 
 Run: python bench/replicas_bench.py [--tries 3] [--idle-replicas 3] [--window 20]
-     [--lease-duration 15 --renew-deadline 10 --retry-period 2]
+     [--lease-duration 15 --renew-deadline 10 --retry-period 2] [--parts controllers,target,idle]
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.measure import pct
 from minikcp.controllers import leases
+from minikcp.syncer import shards
 from tests import server_process
 from tests.e2e import syncer_env
 from tests.server_process import ServerProcess
@@ -124,7 +125,7 @@ def target_failover(cluster: Cluster, tries: int) -> tuple[list[float], list[flo
     try:
         syncer_env.attach(first, "bench", "target", down)
         ns = syncer_env.downstream_ns(first, "bench", "target")
-        shard = leases.object_name("synctargets-bench")
+        shard = leases.object_name(shards.lease_name(("bench", "target")))
         for attempt in range(tries):
             survivor = cluster.live()[-1]
             wait_for(lambda s=survivor: holder(s, shard))
@@ -173,7 +174,7 @@ def idle_load(
             _, _, body = first.request("GET", LEASES_PATH)
             held: dict[str, int] = {}
             for item in json.loads(body)["items"]:
-                if item["metadata"]["name"].startswith("synctargets-"):
+                if item["metadata"]["name"].startswith("synctarget-"):
                     who = item["spec"].get("holderIdentity") or "(none)"
                     held[who] = held.get(who, 0) + 1
             print(f"SyncTargets per replica: {dict(sorted(held.items()))}")
@@ -214,6 +215,7 @@ def main() -> None:
     parser.add_argument("--lease-duration", default="15")
     parser.add_argument("--renew-deadline", default="10")
     parser.add_argument("--retry-period", default="2")
+    parser.add_argument("--parts", default="controllers,target,idle")
     args = parser.parse_args()
     timing = (
         "--leader-elect-lease-duration",
@@ -229,7 +231,7 @@ def main() -> None:
     )
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        for part in ("controllers", "target", "idle"):
+        for part in args.parts.split(","):
             (work / part / "etcd").mkdir(parents=True)
             with etcd_server.restartable_etcd(work / part / "etcd") as etcd:
                 sync = syncer_env.UPSTREAM_ARGS if part == "target" else ()

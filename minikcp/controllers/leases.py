@@ -1,8 +1,8 @@
 """Leases of the in-process components, stored as coordination.k8s.io/v1 Leases.
 
 Every lease lives in namespace `kube-system` of the logical cluster `system:admin`:
-`minikcp-controllers` for the singleton controllers, `synctargets-<logical cluster>` for the
-workers of the SyncTargets serving that cluster (syncer/shards.py), and
+`minikcp-controllers` for the singleton controllers, `synctarget-<logical cluster>.<name>` for
+the worker of each SyncTarget (syncer/shards.py), and
 `minikcp-replica-<identity>` for each live replica (held by itself: it announces the replica, so
 the sharded components know how many share the work). Names a Lease cannot have (colons,
 underscores) are replaced and a hash of the original added.
@@ -151,6 +151,12 @@ class RegistryLeaseLock:
             return None
         return record_of(found), str(found.revision)
 
+    def seen_at(self, version: str) -> float | None:
+        """When this process's watch delivered `version` of the lease (monotonic), if it did."""
+        if self._watch is None:
+            return None
+        return self._watch.seen_at(self.name, version)
+
     async def create(self, record: leader_election.Record) -> str:
         try:
             created = await self._store.create(
@@ -216,6 +222,9 @@ class LeaseWatch:
     def __init__(self, reg: registry_module.Registry) -> None:
         self._registry = reg
         self.leases: dict[str, StoredObject] = {}
+        # name -> (resourceVersion, when it arrived): a follower counts a lease's duration from
+        # when this process first saw the record change, not from its next retry.
+        self._arrived: dict[str, tuple[str, float]] = {}
         self.synced = False  # listed, and the watch from there is open
         # name -> (observed at, duration s, resourceVersion, sharded components it runs)
         self._seen: dict[str, tuple[float, int, str, frozenset[str]]] = {}
@@ -229,6 +238,10 @@ class LeaseWatch:
             if now - at < duration and component in runs
         )
         return max(1, live)
+
+    def seen_at(self, name: str, version: str) -> float | None:
+        found = self._arrived.get(name)
+        return found[1] if found is not None and found[0] == version else None
 
     async def run(self) -> None:
         async with asyncio.TaskGroup() as tasks:
@@ -260,8 +273,10 @@ class LeaseWatch:
         name = obj.metadata.get("name", "")
         if kind == watching.DELETED:
             self.leases.pop(name, None)
+            self._arrived.pop(name, None)
         else:
             self.leases[name] = obj
+            self._arrived[name] = (str(obj.revision), time.monotonic())
         if not name.startswith(REPLICA_PREFIX):
             return
         record = record_of(obj)
@@ -286,6 +301,7 @@ class LeaseWatch:
                     )
                     self._seen.clear()
                     self.leases.clear()
+                    self._arrived.clear()
                     for item in listing.items:
                         self._observe(watching.ADDED, item)
                     rv = str(listing.revision)

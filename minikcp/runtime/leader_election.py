@@ -1,10 +1,13 @@
 """Leader election by a lock record, with client-go's rules (`tools/leaderelection`).
 
-A candidate reads the record every retry period. A record held by someone else is live until
-`leaseDurationSeconds` have passed on *this* process's monotonic clock since the record last
-changed (another replica's wall clock is never compared with ours). While leading, the holder
-renews every retry period; if it cannot renew within the renew deadline, shorter than the lease
-duration, it stops leading, so its work has ended before any other replica may take the lease.
+A candidate reads the record every retry period, and once more just after the record it observed
+expires (observed at + lease duration), so failover does not wait for the next period. A record
+held by someone else is live until `leaseDurationSeconds` have passed on *this* process's
+monotonic clock since the record last changed (another replica's wall clock is never compared
+with ours); when a watch delivered the change before the read, from the watch's delivery. While
+leading, the holder renews every retry period; if it cannot renew within the renew deadline,
+shorter than the lease duration, it stops leading, so its work has ended before any other replica
+may take the lease.
 On cancellation the lease is released (holder cleared, duration 1 s, as ReleaseOnCancel), so a
 clean shutdown hands over at once.
 
@@ -29,6 +32,8 @@ from typing import Any, Protocol
 logger = logging.getLogger(__name__)
 
 JITTER_FACTOR = 1.2  # client-go's JitterFactor for the retry period
+# A follower also tries this long after the observed record's expiry, not only every retry period.
+_AFTER_EXPIRY = 0.01
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +90,10 @@ class LeaseLock(Protocol):
     async def update(self, record: Record, version: str) -> str:
         """Replace the record if still at `version` (LockConflict otherwise)."""
 
+    def seen_at(self, version: str) -> float | None:
+        """When (monotonic) this process first saw `version` of the record, if known earlier
+        than the read that returned it (a watch delivered it); None: now."""
+
 
 def lease_seconds(timing: Timing) -> int:
     return max(1, round(timing.lease_duration))
@@ -114,6 +123,15 @@ def next_record(
             identity, duration_seconds, observed.acquire_time, now, observed.transitions, nonce
         )
     return Record(identity, duration_seconds, now, now, observed.transitions + 1, nonce)
+
+
+def retry_delay(period: float, expires_in: float | None) -> float:
+    """Seconds until the next attempt: the (jittered) retry period, or just after the observed
+    record's expiry when that comes first, never before it. Once past the expiry, the period
+    again: a store that does not answer is not hammered."""
+    if expires_in is None or expires_in <= -_AFTER_EXPIRY:
+        return period
+    return min(period, max(0.0, expires_in) + _AFTER_EXPIRY)
 
 
 def released(record: Record, now: datetime.datetime) -> Record:
@@ -169,6 +187,20 @@ class LeaderElector:
     def _live(self, record: Record) -> bool:
         return time.monotonic() - self._observed_at < record.lease_duration_seconds
 
+    def observed_holder(self) -> str:
+        """Who holds the lease as last read ("" when free or expired)."""
+        record = self._record
+        if record is None or not record.holder or not self._live(record):
+            return ""
+        return record.holder
+
+    def _expiry(self) -> float | None:
+        """When (local monotonic clock) the observed record of another holder expires."""
+        record = self._record
+        if record is None or not record.holder or record.holder == self.identity:
+            return None
+        return self._observed_at + record.lease_duration_seconds
+
     # -- one attempt ----------------------------------------------------------------------------
 
     async def try_acquire_or_renew(self) -> bool:
@@ -185,7 +217,7 @@ class LeaderElector:
             return True
         record, version = found
         if version != self._version:
-            self._observe(record, version)
+            self._observe(record, version, self.lock.seen_at(version))
         twin = record.holder == self.identity and record.nonce not in ("", self.nonce)
         if twin and self._live(record):
             # Ours by name, not by process: live if it changes while we watch it.
@@ -216,10 +248,10 @@ class LeaderElector:
         self._observe(wanted, self._version)
         return True
 
-    def _observe(self, record: Record, version: str) -> None:
+    def _observe(self, record: Record, version: str, at: float | None = None) -> None:
         self._record = record
         self._version = version
-        self._observed_at = time.monotonic()
+        self._observed_at = time.monotonic() if at is None else min(at, time.monotonic())
 
     async def _attempt(self) -> bool:
         try:
@@ -244,9 +276,12 @@ class LeaderElector:
         finally:
             await self._release()
 
-    async def _sleep(self) -> None:
+    async def _sleep(self, *, until: float | None = None) -> None:
+        """One retry period (jittered), or less when `until` (a local expiry) comes first."""
         period = self.timing.retry_period
-        await asyncio.sleep(period + random.uniform(0, (JITTER_FACTOR - 1) * period))
+        delay = period + random.uniform(0, (JITTER_FACTOR - 1) * period)
+        left = None if until is None else until - time.monotonic()
+        await asyncio.sleep(retry_delay(delay, left))
 
     async def _acquire(self) -> None:
         while True:
@@ -256,7 +291,7 @@ class LeaderElector:
                 self.acquired.set()
                 logger.info("%s acquired by %s", self.lock.description, self.identity)
                 return
-            await self._sleep()
+            await self._sleep(until=self._expiry())
 
     def _term_fence(self) -> Callable[[], bool]:
         """`holding` for the current term only: work left over from an earlier term stays

@@ -18,7 +18,15 @@ from minikcp.machinery import errors
 from minikcp.registry import registry as upstream_registry
 from minikcp.registry import store as upstream_store
 from minikcp.registry.objects import RequestContext, WriteOptions
-from minikcp.syncer import aggregate, placement, proxy_writes, replicas, resources, translate
+from minikcp.syncer import (
+    aggregate,
+    placement,
+    proxy_writes,
+    replicas,
+    resources,
+    status_views,
+    translate,
+)
 from minikcp.syncer import client as downstream
 from minikcp.syncer.target import ItemKey, TargetWorker
 
@@ -33,6 +41,8 @@ class Context(Protocol):
     def candidates(self, cluster: str) -> list[placement.Candidate]: ...
 
     def worker(self, cluster: str, name: str) -> TargetWorker | None: ...
+
+    def takes(self, cluster: str, target: str, resource: str) -> bool: ...
 
 
 async def placed_targets(ctx: Context, cluster: str, namespace: str) -> list[str]:
@@ -49,12 +59,8 @@ async def placed_targets(ctx: Context, cluster: str, namespace: str) -> list[str
 async def placed_for(ctx: Context, resource: str, cluster: str, namespace: str) -> list[str]:
     """The targets an object of `resource` goes to: those its namespace is placed on that sync
     the kind and serve it (a replica split and a status summary count these only)."""
-    out = []
-    for name in await placed_targets(ctx, cluster, namespace):
-        wk = ctx.worker(cluster, name)
-        if wk is not None and resource in wk.synced and wk.health.compatible.get(resource, True):
-            out.append(name)
-    return out
+    targets = await placed_targets(ctx, cluster, namespace)
+    return [name for name in targets if ctx.takes(cluster, name, resource)]
 
 
 async def reconcile(ctx: Context, w: TargetWorker, key: ItemKey) -> float | None:
@@ -360,29 +366,27 @@ async def status_up(ctx: Context, synced: resources.Synced, key: ItemKey) -> Non
     if not placed:
         return
     views: list[aggregate.TargetView] = []
+    elsewhere = False
     for target in placed:
         wk = ctx.worker(cluster, target)
-        if wk is None or not wk.synced_caches:
+        if wk is None:
+            elsewhere = True  # run by another replica: its owner publishes its view
+            continue
+        if not wk.synced_caches:
             return  # not all targets known yet (start-up): report nothing rather than guess
-        dns = translate.downstream_namespace(wk.ref, cluster, namespace)
-        live = wk.informers[resource].get(dns, name)
-        if live is not None and _upstream_uid(live) != upstream.metadata.get("uid"):
-            live = None
-        live_meta = (live or {}).get("metadata", {})
-        gen_text = (live_meta.get("annotations") or {}).get(
-            translate.UPSTREAM_GENERATION_ANNOTATION, "0"
-        )
-        views.append(
-            aggregate.TargetView(
-                name=target,
-                status=(live.get("status") or {}) if live is not None else None,
-                generation=int(live_meta.get("generation", 0) or 0),
-                upstream_generation=int(gen_text) if str(gen_text).isdigit() else 0,
-                stale=not wk.health.ready,
-                error=wk.errors.get(key, ""),
-                spec=live.get("spec") if live is not None else None,
-            )
-        )
+        views.append(_view_of(wk, resource, key, upstream.metadata.get("uid")))
+    if elsewhere:
+        await _status_from_published(ctx, synced, key, upstream.view(), views, placed)
+        return
+    annotations = upstream.metadata.get("annotations") or {}
+    if any(k.startswith(status_views.PREFIX) for k in annotations):
+        # All its targets are run here again: the published views are no longer read.
+        try:
+            await _publish(ctx, synced, key, upstream.view(), (), ())
+        except errors.StatusError as exc:
+            if exc.code != 404:
+                raise
+            return
     summary = strategy.summarise(upstream.view(), views, upstream_store.now_rfc3339())
     if summary == upstream.view().get("status"):
         return
@@ -395,6 +399,103 @@ async def status_up(ctx: Context, synced: resources.Synced, key: ItemKey) -> Non
 
     try:
         await rstore.guaranteed_update(rctx, namespace, name, mutate, WRITE, subresource="status")
+    except errors.StatusError as exc:
+        if exc.code != 404:
+            raise
+
+
+def _view_of(wk: TargetWorker, resource: str, key: ItemKey, uid: Any) -> aggregate.TargetView:
+    """What the target's informer cache shows of the object (made from upstream `uid`)."""
+    _, cluster, namespace, name = key
+    dns = translate.downstream_namespace(wk.ref, cluster, namespace)
+    live = wk.informers[resource].get(dns, name)
+    if live is not None and _upstream_uid(live) != uid:
+        live = None
+    live_meta = (live or {}).get("metadata", {})
+    gen_text = (live_meta.get("annotations") or {}).get(
+        translate.UPSTREAM_GENERATION_ANNOTATION, "0"
+    )
+    return aggregate.TargetView(
+        name=wk.name,
+        status=(live.get("status") or {}) if live is not None else None,
+        generation=int(live_meta.get("generation", 0) or 0),
+        upstream_generation=int(gen_text) if str(gen_text).isdigit() else 0,
+        stale=not wk.health.ready,
+        error=wk.errors.get(key, ""),
+        spec=live.get("spec") if live is not None else None,
+    )
+
+
+async def _publish(
+    ctx: Context,
+    synced: resources.Synced,
+    key: ItemKey,
+    obj: dict[str, Any],
+    views: tuple[aggregate.TargetView, ...] | list[aggregate.TargetView],
+    placed: tuple[str, ...] | list[str],
+) -> dict[str, Any]:
+    """Our targets' views into the object's annotations (others' left as they are), when they
+    differ from what is there; returns the object as stored."""
+    if not status_views.publish(dict(obj["metadata"].get("annotations") or {}), views, placed):
+        return obj
+    _, cluster, namespace, name = key
+
+    def mutate(current: dict[str, Any] | None) -> dict[str, Any]:
+        if current is None:
+            raise errors.not_found(synced.rt.plural, name, group=synced.rt.group)
+        annotations = current["metadata"].setdefault("annotations", {})
+        status_views.publish(annotations, views, placed)
+        if not annotations:
+            del current["metadata"]["annotations"]
+        return current
+
+    stored = await ctx.registry.store(synced.rt).guaranteed_update(
+        RequestContext(cluster=cluster), namespace, name, mutate, WRITE
+    )
+    return stored.view()
+
+
+async def _status_from_published(
+    ctx: Context,
+    synced: resources.Synced,
+    key: ItemKey,
+    obj: dict[str, Any],
+    views: list[aggregate.TargetView],
+    placed: list[str],
+) -> None:
+    """The status of an object placed on targets of several replicas: publish ours, then sum
+    every placed target's published view in the same compare-and-swap as the status write."""
+    strategy = synced.strategy
+    _, cluster, namespace, name = key
+    try:
+        obj = await _publish(ctx, synced, key, obj, views, placed)
+    except errors.StatusError as exc:
+        if exc.code != 404:
+            raise
+        return
+
+    def summary(current: dict[str, Any]) -> dict[str, Any] | None:
+        found = status_views.published(current["metadata"].get("annotations"), placed)
+        if len(found) < len(placed):
+            return None  # a target's owner has not reported yet: it writes the sum when it does
+        return strategy.summarise(current, found, upstream_store.now_rfc3339())
+
+    first = summary(obj)
+    if first is None or first == obj.get("status"):
+        return
+
+    def mutate(current: dict[str, Any] | None) -> dict[str, Any]:
+        if current is None:
+            raise errors.not_found(synced.rt.plural, name, group=synced.rt.group)
+        status = summary(current)
+        if status is not None:
+            current["status"] = status
+        return current
+
+    try:
+        await ctx.registry.store(synced.rt).guaranteed_update(
+            RequestContext(cluster=cluster), namespace, name, mutate, WRITE, subresource="status"
+        )
     except errors.StatusError as exc:
         if exc.code != 404:
             raise

@@ -32,6 +32,8 @@ from minikcp.syncer import (
     reconcile,
     resources,
     shards,
+    status_views,
+    stored_targets,
     translate,
     upsync,
 )
@@ -77,6 +79,11 @@ class Syncer:
         # Among replicas on one store, the targets this one runs are chosen by leases.
         self.replica = replica
         self.shards: shards.TargetShards | None = None
+        # Among replicas: every SyncTarget as stored, to place objects on those run elsewhere.
+        self.stored = stored_targets.StoredTargets()
+        # Of objects with published status views: their content without those, to tell a
+        # change of views alone (other replicas' status) from one that needs syncing.
+        self._content: dict[ItemKey, int] = {}
         self.settings = settings or Settings()
         self.extra_resources = extra_resources
         self._running: dict[tuple[str, str], _Running] = {}
@@ -99,7 +106,8 @@ class Syncer:
         return None
 
     def candidates(self, cluster: str) -> list[placement.Candidate]:
-        return [
+        workers = self.workers_for(cluster)
+        out = [
             placement.Candidate(
                 name=w.name,
                 labels=w.labels,
@@ -107,8 +115,27 @@ class Syncer:
                 reached=w.health.reached,
                 deleting=w.deleting,
             )
-            for w in self.workers_for(cluster)
+            for w in workers
         ]
+        if self.shards is not None:
+            local = {w.name for w in workers}
+            for stored in self.stored.serving(cluster):
+                if stored.candidate.name not in local:
+                    out.append(stored.candidate)
+        return out
+
+    def takes(self, cluster: str, target: str, resource: str) -> bool:
+        """Whether the target syncs `resource` and found it compatible (live worker, or as its
+        owner recorded in the SyncTarget's status)."""
+        wk = self.worker(cluster, target)
+        if wk is not None:
+            return resource in wk.synced and wk.health.compatible.get(resource, True)
+        if self.shards is None:
+            return False
+        for stored in self.stored.serving(cluster):
+            if stored.candidate.name == target:
+                return resource in stored.accepted
+        return False
 
     # -- running --------------------------------------------------------------------------------
 
@@ -130,7 +157,7 @@ class Syncer:
                     self.shards = shards.TargetShards(
                         self.replica,
                         tasks,
-                        lambda shard: "synctargets-" + "+".join(shard),
+                        shards.lease_name,
                         self._reconcile_target,
                         self._stop,
                     )
@@ -204,10 +231,27 @@ class Syncer:
             target = self._secret_refs.get((obj.cluster, namespace, meta.get("name", "")))
             if target is not None and kind != watching.DELETED:
                 await self._kubeconfig_changed(target)
+            if self.shards is not None and not self._changed_beyond_views(kind, key, obj):
+                return  # only a target's published view changed: nothing to sync
             for w in workers:
                 w.enqueue(key)
 
         return handle
+
+    def _changed_beyond_views(self, kind: str, key: ItemKey, obj: StoredObject) -> bool:
+        """Whether the object changed in more than the targets' published status views."""
+        if kind == watching.DELETED:
+            self._content.pop(key, None)
+            return True
+        annotations = obj.metadata.get("annotations") or {}
+        if not any(k.startswith(translate.STATUS_VIEW_PREFIX) for k in annotations):
+            self._content.pop(key, None)
+            return True
+        mark = status_views.content_mark(obj.view())
+        if self._content.get(key) == mark:
+            return False
+        self._content[key] = mark
+        return True
 
     async def _kubeconfig_changed(self, target: tuple[str, str]) -> None:
         rt = self.registry.catalog.by_resource(*SYNC_TARGET)
@@ -272,10 +316,26 @@ class Syncer:
     # -- sync targets ---------------------------------------------------------------------------
 
     async def _on_sync_target(self, kind: str, obj: StoredObject) -> None:
-        if self.shards is not None:
-            await self.shards.on_event(kind, obj)
-        else:
+        if self.shards is None:
             await self._reconcile_target(kind, obj)
+            return
+        key = (obj.cluster, obj.metadata.get("name", ""))
+        if kind == watching.DELETED:
+            before = self.stored.remove(key)
+            after = None
+        else:
+            before = self.stored.put(obj)
+            after = self.stored.mark_of(key)
+        await self.shards.on_event(kind, obj)
+        if key in self._running or before == after:
+            return
+        if before is None and after is not None and not after[2]:
+            return  # a new target that takes nothing yet
+        # A target run elsewhere changed what it takes: objects here may be placed anew.
+        clusters = (after or before or ((),))[0]
+        local = {id(w): w for c in clusters for w in self.workers_for(c)}
+        if local:
+            await self.enqueue_all(list(local.values()))
 
     async def _reconcile_target(self, kind: str, obj: StoredObject) -> None:
         """Start, restart, detach or stop the worker of a target this process runs."""

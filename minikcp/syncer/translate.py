@@ -40,6 +40,8 @@ FINALIZER_PREFIX = "workload.kcp.io/syncer-"
 # Upstream Deployments and StatefulSets: the replicas each target runs, so a scale moves only
 # the difference.
 SPLIT_ANNOTATION = "workload.minikcp.io/replica-split"
+# Each target's view of an upstream object, published for the other replicas (status_views.py).
+STATUS_VIEW_PREFIX = "status.workload.minikcp.io/"
 CLUSTER_ANNOTATION = "kcp.io/cluster"
 
 # Metadata the downstream server owns or that only makes sense upstream.
@@ -162,7 +164,9 @@ def downstream_object(
     labels[TARGET_LABEL] = target.key
     out_meta["labels"] = labels
     annotations = {
-        k: v for k, v in (meta.get("annotations") or {}).items() if k not in _STRIPPED_ANNOTATIONS
+        k: v
+        for k, v in (meta.get("annotations") or {}).items()
+        if k not in _STRIPPED_ANNOTATIONS and not k.startswith(STATUS_VIEW_PREFIX)
     }
     annotations[UPSTREAM_UID_ANNOTATION] = meta.get("uid", "")
     if "generation" in meta:

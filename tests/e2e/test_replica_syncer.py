@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from minikcp.controllers import leases
+from minikcp.syncer import shards
 from tests import server_process
 from tests.e2e import replica_env
 from tests.e2e import syncer_env as env
@@ -33,11 +34,11 @@ def etcd(tmp_path: Path) -> Iterator[str]:
 
 
 def shard_holders(replica: ServerProcess) -> dict[str, str]:
-    """The holder of each logical cluster's SyncTarget shard lease ("" when free)."""
+    """The holder of the lease of each logical cluster's SyncTarget ("" when free)."""
     found = replica_env.leases_of(replica)
     out = {}
     for cluster in CLUSTERS:
-        lease = found.get(leases.object_name(f"synctargets-{cluster}"))
+        lease = found.get(leases.object_name(shards.lease_name((cluster, "target"))))
         out[cluster] = "" if lease is None else str(lease["spec"].get("holderIdentity") or "")
     return out
 
@@ -113,7 +114,7 @@ def test_targets_spread_over_replicas_and_move_when_their_owner_dies(
             downs[victim_cluster], namespaces[victim_cluster], "deployment", "web"
         )
         assert down_dep is not None and down_dep["metadata"]["generation"] == 2
-        shard_lease = leases.object_name(f"synctargets-{victim_cluster}")
+        shard_lease = leases.object_name(shards.lease_name((victim_cluster, "target")))
         assert replica_env.lease_events(survivor, shard_lease)[-1] == "acquired"
 
         # The killed replica's own lease is cleared away once it has not changed for twice its

@@ -74,3 +74,18 @@ def test_fair_share(shards: int, replicas: int, share: int) -> None:
 @pytest.mark.parametrize(("seconds", "whole"), [(15.0, 15), (3.0, 3), (0.4, 1), (2.6, 3)])
 def test_lease_seconds(seconds: float, whole: int) -> None:
     assert le.lease_seconds(le.Timing(seconds, 0, 0)) == whole
+
+
+@pytest.mark.parametrize(
+    ("period", "expires_in", "delay"),
+    [
+        (2.0, None, 2.0),  # nobody else's record observed: the retry period
+        (2.0, 5.0, 2.0),  # expiry after the next period: the period
+        (2.0, 0.5, 0.51),  # expiry first: just after it
+        (2.0, 0.0, 0.01),  # expiring now: just after
+        (2.0, -0.005, 0.01),  # a moment past it (the attempt at expiry is due)
+        (2.0, -3.0, 2.0),  # long past (the store did not answer): the period again
+    ],
+)
+def test_retry_delay(period: float, expires_in: float | None, delay: float) -> None:
+    assert le.retry_delay(period, expires_in) == pytest.approx(delay)
