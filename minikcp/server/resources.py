@@ -90,7 +90,7 @@ class ResourceHandler:
             rt = types.by_resource(info.group, info.version, info.resource)
         if rt is None:
             raise _not_found()
-        if info.subresource and info.subresource not in {s.name for s in rt.subresources}:
+        if info.subresource and rt.subresource(info.subresource) is None:
             raise _not_found()
         if info.cluster == request_info.WILDCARD_CLUSTER and info.verb not in ("list", "watch"):
             raise errors.method_not_allowed(info.verb, info.resource)
@@ -115,10 +115,11 @@ class ResourceHandler:
             raise errors.method_not_allowed(verb, info.resource)
         ctx = objects.RequestContext(cluster=info.cluster, user=user)
         namespace = info.namespace if rt.namespaced else ""
-        query = {k: v for k, v in request.query.items()}
+        query = {k: v for k, v in request.query.items()} if request.query_string else {}
         response = await self._dispatch(request, info, rt, ctx, namespace, query, visible)
-        for warning in dict.fromkeys(ctx.warnings):  # once each, as apiserver's recorder
-            response.headers.add("Warning", f'299 - "{_escape(warning)}"')
+        if ctx.warnings:
+            for warning in dict.fromkeys(ctx.warnings):  # once each, as apiserver's recorder
+                response.headers.add("Warning", f'299 - "{_escape(warning)}"')
         return response
 
     async def _dispatch(
