@@ -13,7 +13,7 @@ from aiohttp import web
 from minikcp.apis import catalog
 from minikcp.machinery import errors, list_options, request_info, users
 from minikcp.registry import objects, patching, pod_streams, registry, scale
-from minikcp.server import encoding
+from minikcp.server import encoding, table_rows
 
 _FIELD_VALIDATION = ("Strict", "Warn", "Ignore")
 
@@ -66,6 +66,7 @@ class ResourceHandler:
         self.registry = reg
         self.pod_connectors = pod_connectors or pod_streams.Connectors()
         self._watch_events = watch_events
+        self._table_rows = table_rows.RowCache()
 
     async def handle(
         self,
@@ -264,6 +265,7 @@ class ResourceHandler:
                     table,
                     revision=result.revision,
                     continue_token=result.continue_token,
+                    rows=self._table_rows,
                 )
             )
         else:
