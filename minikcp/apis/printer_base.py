@@ -86,13 +86,27 @@ def timestamp(value: Any) -> float | None:
     if not isinstance(value, str) or not value:
         return None
     try:
+        return _PARSED[value]
+    except KeyError:
+        pass
+    try:
         parsed = datetime.fromisoformat(value)
     except ValueError:
         return None
     if parsed.tzinfo is None:  # RFC 3339 requires an offset; a bare date-time is not one
         return None
     seconds = parsed.timestamp()
-    return None if seconds == _ZERO_TIME else seconds
+    result = None if seconds == _ZERO_TIME else seconds
+    # Objects created together share their timestamps (seconds): a table of thousands parses
+    # a handful. Bounded, so odd values cannot grow it.
+    if len(_PARSED) >= _PARSED_MAX:
+        _PARSED.clear()
+    _PARSED[value] = result
+    return result
+
+
+_PARSED: dict[str, float | None] = {}
+_PARSED_MAX = 4096
 
 
 def since(value: Any, now: float) -> str:

@@ -9,6 +9,7 @@ credentials none of them accepts is 401; one with no credentials at all is anony
 from __future__ import annotations
 
 import datetime
+import time
 from collections.abc import Mapping
 
 from cryptography import x509
@@ -33,14 +34,15 @@ class CertificateAuthenticator:
 
     def __init__(self, ca: x509.Certificate) -> None:
         self._ca = ca
-        self._known: dict[bytes, tuple[users.UserInfo, datetime.datetime]] = {}
+        # DER -> (user, not-after as epoch seconds: cheaper to check per request than a datetime)
+        self._known: dict[bytes, tuple[users.UserInfo, float]] = {}
 
     def authenticate(self, der: bytes) -> users.UserInfo | None:
-        now = datetime.datetime.now(datetime.UTC)
         known = self._known.get(der)
         if known is not None:
             user, not_after = known
-            return user if now <= not_after else None
+            return user if time.time() <= not_after else None
+        now = datetime.datetime.now(datetime.UTC)
         try:
             cert = x509.load_der_x509_certificate(der)
         except ValueError:
@@ -56,7 +58,7 @@ class CertificateAuthenticator:
         user = users.UserInfo(names[0], (*groups, rbac.AUTHENTICATED))
         if len(self._known) >= _MAX_CACHED_CERTIFICATES:
             self._known.clear()
-        self._known[der] = (user, cert.not_valid_after_utc)
+        self._known[der] = (user, cert.not_valid_after_utc.timestamp())
         return user
 
     def _valid(self, cert: x509.Certificate, now: datetime.datetime) -> bool:

@@ -271,7 +271,7 @@ async def serve(options: ServeOptions) -> None:
                 pod_connectors.add(
                     kubelet_streams.SimulatedKubelet(reg, options.simulate_workloads.nodes)
                 )
-            application = server_app.build_app(
+            handler = server_app.build_app(
                 reg,
                 authenticator,
                 ready=ready.is_set,
@@ -283,16 +283,16 @@ async def serve(options: ServeOptions) -> None:
             if audit_writer is not None:
                 background.append(tasks.create_task(audit_writer.run(), name="audit-log"))
             # Cancel a handler when its client goes away: a watch nobody reads must not linger.
-            runner = web.AppRunner(
-                application,
+            http_server = server_app.http_server(
+                handler,
                 access_log=None,
-                shutdown_timeout=2.0,
                 handler_cancellation=True,
                 # Go's http.Server takes up to 1 MiB of request line and headers; long label
                 # selectors and field selectors in the URL must not fail here first.
                 max_line_size=MAX_HEADER_BYTES,
                 max_field_size=MAX_HEADER_BYTES,
             )
+            runner = web.ServerRunner(http_server, shutdown_timeout=2.0)
             await runner.setup()
             site = web.TCPSite(runner, host, options.secure_port, ssl_context=_ssl_context(creds))
             try:

@@ -49,13 +49,31 @@ def valid_cluster_name(name: str) -> bool:
     return name == WILDCARD_CLUSTER or bool(_CLUSTER_RE.match(name))
 
 
+# Names already seen valid: the regular expression is a measurable part of a request's cost.
+# Bounded: a client making up names cannot grow it past this.
+_VALID_CLUSTERS: set[str] = set()
+_VALID_CLUSTERS_MAX = 4096
+
+
+def _known_valid_cluster(name: str) -> bool:
+    if name in _VALID_CLUSTERS:
+        return True
+    if not valid_cluster_name(name):
+        return False
+    if len(_VALID_CLUSTERS) >= _VALID_CLUSTERS_MAX:
+        _VALID_CLUSTERS.clear()
+    _VALID_CLUSTERS.add(name)
+    return True
+
+
 def split_cluster(path: str) -> tuple[str, str]:
     """Strip `/clusters/<name>` from the path; requests without it go to `root`."""
     if path.startswith("/clusters/"):
         rest = path[len("/clusters/") :]
         name, sep, tail = rest.partition("/")
-        name = unquote(name)
-        if not name or not valid_cluster_name(name):
+        if "%" in name:
+            name = unquote(name)
+        if not name or not _known_valid_cluster(name):
             raise errors.bad_request(f"invalid logical cluster name {name!r}")
         return name, "/" + tail if sep else "/"
     return ROOT_CLUSTER, path
@@ -68,31 +86,24 @@ def parse(method: str, path: str, *, watch_param: bool) -> RequestInfo:
     """
     cluster, path = split_cluster(path)
     parts = tuple(unquote(p) if "%" in p else p for p in path.split("/") if p)
-    non_resource = RequestInfo(
-        cluster=cluster, path=path, is_resource_request=False, verb=method.lower(), parts=parts
-    )
-    if not parts or parts[0] not in ("api", "apis"):
-        return non_resource
+    count = len(parts)
+    # api/<version>/<resource>... or apis/<group>/<version>/<resource>...
+    if count < 3 or parts[0] not in ("api", "apis") or (parts[0] == "apis" and count < 4):
+        return RequestInfo(cluster, path, False, method.lower(), parts=parts)
     api_prefix = parts[0]
-    rest = list(parts[1:])
-    group = ""
     if api_prefix == "apis":
-        if not rest:
-            return non_resource
-        group = rest.pop(0)
-    if not rest:
-        return non_resource
-    version = rest.pop(0)
-    if not rest:
-        return non_resource
+        group, version, at = parts[1], parts[2], 3
+    else:
+        group, version, at = "", parts[1], 2
 
     verb = ""
-    if rest[0] == "watch":
+    if parts[at] == "watch":
         # Deprecated /watch/ prefix, still honoured upstream.
-        rest = rest[1:]
+        at += 1
         verb = "watch"
-    if not rest:
-        return non_resource
+        if at == count:
+            return RequestInfo(cluster, path, False, method.lower(), parts=parts)
+    rest = parts[at:]
 
     namespace = ""
     if rest[0] == "namespaces" and len(rest) > 1:
@@ -116,9 +127,7 @@ def parse(method: str, path: str, *, watch_param: bool) -> RequestInfo:
             verb = "delete" if name else "deletecollection"
         else:
             verb = method.lower()
-    elif name:
-        # /watch/.../name is a watch of one object.
-        pass
+    # A /watch/.../name keeps "watch": a watch of one object.
 
     return RequestInfo(
         cluster=cluster,

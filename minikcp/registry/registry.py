@@ -375,10 +375,12 @@ class Registry:
 
     def reviewer(self, rt: catalog.ResourceType) -> reviews.ReviewStore | None:
         """The store of a create-only review kind; None for kinds whose objects are stored."""
-        if rt not in self._reviewers:
+        try:
+            return self._reviewers[rt]  # one lookup: hashing a ResourceType is not free
+        except KeyError:
             strategy = strategies.review_strategy_for(rt, self.policy)
-            self._reviewers[rt] = reviews.ReviewStore(rt, strategy) if strategy else None
-        return self._reviewers[rt]
+            found = self._reviewers[rt] = reviews.ReviewStore(rt, strategy) if strategy else None
+            return found
 
     def watch(
         self,

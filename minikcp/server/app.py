@@ -1,13 +1,20 @@
-"""The aiohttp application: authentication, routing to handlers, Status errors."""
+"""The aiohttp request handler: authentication, routing to handlers, Status errors."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
 
 from aiohttp import web
+from aiohttp.abc import AbstractStreamWriter
+from aiohttp.http import HttpVersion11
+from aiohttp.http_parser import RawRequestMessage
+from aiohttp.streams import StreamReader
+from aiohttp.web_protocol import RequestHandler
 
 from minikcp.auth import (
     authn,
@@ -48,7 +55,6 @@ def _status_response(exc: errors.StatusError) -> web.Response:
     )
 
 
-@web.middleware
 async def status_errors(
     request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
 ) -> web.StreamResponse:
@@ -66,7 +72,6 @@ async def status_errors(
         return _status_response(errors.internal(type(exc).__name__))
 
 
-@web.middleware
 async def timing_header(
     request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
 ) -> web.StreamResponse:
@@ -79,6 +84,35 @@ async def timing_header(
     return response
 
 
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+def http_server(handler: Handler, **protocol_options: Any) -> web.Server:
+    """aiohttp's low-level server around the one handler: every request goes to it, so the
+    Application's router, match info and middleware chain would be per-request cost for nothing.
+    `protocol_options` go to aiohttp's RequestHandler (max_line_size, access_log, ...)."""
+    loop = asyncio.get_running_loop()
+
+    def make_request(
+        message: RawRequestMessage,
+        payload: StreamReader,
+        protocol: RequestHandler,
+        writer: AbstractStreamWriter,
+        task: asyncio.Task[None],
+    ) -> web.Request:
+        return web.Request(
+            message,
+            payload,
+            protocol,
+            writer,
+            task,
+            loop,
+            client_max_size=encoding.MAX_BODY_BYTES + 64 * 1024,
+        )
+
+    return web.Server(handler, request_factory=make_request, **protocol_options)  # type: ignore[arg-type]
+
+
 def build_app(
     reg: registry.Registry,
     authenticator: authn.Authenticator,
@@ -88,13 +122,8 @@ def build_app(
     resolve_cluster: ClusterResolve = _as_is,
     pod_connectors: pod_streams.Connectors | None = None,
     observer: observe.Observer | None = None,
-) -> web.Application:
-    # status_errors and the observer wrap the one route directly: aiohttp's middleware chain
-    # costs a wrapper per middleware per request.
-    middlewares = [timing_header] if server_timing else []
-    app = web.Application(
-        middlewares=middlewares, client_max_size=encoding.MAX_BODY_BYTES + 64 * 1024
-    )
+) -> Handler:
+    """The handler of every request (serve it with `http_server`)."""
     watch_events = observer.watch_events if observer is not None else None
     resource_handler = resources.ResourceHandler(reg, pod_connectors, watch_events)
     other_handler = nonresource.NonResourceHandler(reg, ready=ready)
@@ -106,6 +135,8 @@ def build_app(
     dashboard_page = dashboard.Dashboard(sessions)
 
     async def dispatch(request: web.Request) -> web.StreamResponse:
+        if "Expect" in request.headers:
+            await _continue(request)
         if request.path == dashboard.PREFIX or request.path.startswith(dashboard.PREFIX + "/"):
             return await dashboard_page.handle(request)
         if request.path.startswith(virtual_workspaces.PREFIX):
@@ -168,8 +199,21 @@ def build_app(
     async def serve(request: web.Request) -> web.StreamResponse:
         return await status_errors(request, dispatch)
 
-    app.router.add_route("*", "/{tail:.*}", serve if observer is None else observer.wrap(serve))
-    return app
+    # Outside status_errors, the observer sees the Status every failure becomes.
+    outer = serve if observer is None else observer.wrap(serve)
+
+    async def timed(request: web.Request) -> web.StreamResponse:
+        return await timing_header(request, outer)
+
+    return timed if server_timing else outer
+
+
+async def _continue(request: web.Request) -> None:
+    """`Expect: 100-continue` (curl sends it before large bodies), answered as aiohttp's
+    Application and Go's net/http do: the client then sends the body without waiting."""
+    if request.version == HttpVersion11 and request.headers["Expect"].lower() == "100-continue":
+        await request.writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+        request.writer.output_size = 0  # the response proper has not started
 
 
 def _long_running(info: request_info.RequestInfo, request: web.Request) -> bool:
@@ -208,12 +252,13 @@ async def _authenticate(
         tls = transport.get_extra_info("ssl_object")
         if tls is not None:
             peer = tls.getpeercert(binary_form=True)
-    cookie = request.cookies.get(dashboard_sessions.COOKIE)
-    if cookie and not peer and "Authorization" not in request.headers:
-        return await _session_user(request, cookie, sessions)
-    user = authenticator.authenticate(
-        authorization=request.headers.get("Authorization"), peer_der=peer
-    )
+    authorization = request.headers.get("Authorization")
+    if not peer and authorization is None:
+        # Parsing cookies costs every request: only those with no other credentials need it.
+        cookie = request.cookies.get(dashboard_sessions.COOKIE)
+        if cookie:
+            return await _session_user(request, cookie, sessions)
+    user = authenticator.authenticate(authorization=authorization, peer_der=peer)
     # A ServiceAccount token is good only while its account is the one it was issued for.
     is_account = service_accounts.is_service_account(user)
     if is_account and not await service_accounts.account_exists(reg, user):

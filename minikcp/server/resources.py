@@ -13,7 +13,7 @@ from aiohttp import web
 from minikcp.apis import catalog
 from minikcp.machinery import errors, list_options, request_info, users
 from minikcp.registry import objects, patching, pod_streams, registry, scale
-from minikcp.server import encoding
+from minikcp.server import encoding, table_rows
 
 _FIELD_VALIDATION = ("Strict", "Warn", "Ignore")
 
@@ -66,6 +66,7 @@ class ResourceHandler:
         self.registry = reg
         self.pod_connectors = pod_connectors or pod_streams.Connectors()
         self._watch_events = watch_events
+        self._table_rows = table_rows.RowCache()
 
     async def handle(
         self,
@@ -78,7 +79,7 @@ class ResourceHandler:
     ) -> web.StreamResponse:
         """`types` and `visible` make it a view: only those kinds, only those objects."""
         rt = self.resource_type(info, types)
-        if info.subresource and info.subresource not in {s.name for s in rt.subresources}:
+        if info.subresource and rt.subresource(info.subresource) is None:
             raise _not_found()
         if info.cluster == request_info.WILDCARD_CLUSTER and info.verb not in ("list", "watch"):
             raise errors.method_not_allowed(info.verb, info.resource)
@@ -103,10 +104,11 @@ class ResourceHandler:
             raise errors.method_not_allowed(verb, info.resource)
         ctx = objects.RequestContext(cluster=info.cluster, user=user)
         namespace = info.namespace if rt.namespaced else ""
-        query = {k: v for k, v in request.query.items()}
+        query = {k: v for k, v in request.query.items()} if request.query_string else {}
         response = await self._dispatch(request, info, rt, ctx, namespace, query, visible)
-        for warning in dict.fromkeys(ctx.warnings):  # once each, as apiserver's recorder
-            response.headers.add("Warning", f'299 - "{_escape(warning)}"')
+        if ctx.warnings:
+            for warning in dict.fromkeys(ctx.warnings):  # once each, as apiserver's recorder
+                response.headers.add("Warning", f'299 - "{_escape(warning)}"')
         return response
 
     def resource_type(
@@ -270,6 +272,7 @@ class ResourceHandler:
                     table,
                     revision=result.revision,
                     continue_token=result.continue_token,
+                    rows=self._table_rows,
                 )
             )
         else:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -96,3 +97,56 @@ async def test_escalation_checks_use_the_same_policy(reg: registry.Registry) -> 
     assert refused.value.message.startswith(
         'clusterroles.rbac.authorization.k8s.io "r2" is forbidden: user "alice"'
     )
+
+
+async def _create(reg: registry.Registry, cluster: str, plural: str, obj: dict[str, Any]) -> None:
+    group = "" if plural == "namespaces" else rbac.GROUP
+    rt = reg.catalog.by_resource(group, "v1", plural)
+    assert rt is not None
+    namespace = str(obj["metadata"].get("namespace", ""))
+    await reg.store(rt).create(objects.RequestContext(cluster=cluster), namespace, obj, OPTS)
+
+
+def _configmaps(verb: str, namespace: str) -> rbac.Attributes:
+    return rbac.Attributes(
+        ALICE, verb, cluster="f", namespace=namespace, api_version="v1", resource="configmaps"
+    )
+
+
+async def test_cached_decisions_follow_role_and_role_binding_changes(
+    reg: registry.Registry,
+) -> None:
+    await _bind(reg, "f", "alice-access", "system:kcp:workspace:access")
+    await _create(reg, "f", "namespaces", {"metadata": {"name": "team"}})
+    # A denial is taken (and kept) before any grant exists.
+    await _allowed(reg, _configmaps("get", "team"), wanted=False)
+    role = {
+        "metadata": {"name": "cm-reader", "namespace": "team"},
+        "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]}],
+    }
+    await _create(reg, "f", "roles", role)
+    binding = {
+        "metadata": {"name": "alice-cm", "namespace": "team"},
+        "roleRef": {"apiGroup": rbac.GROUP, "kind": "Role", "name": "cm-reader"},
+        "subjects": [{"kind": "User", "name": "alice"}],
+    }
+    await _create(reg, "f", "rolebindings", binding)
+    await _allowed(reg, _configmaps("get", "team"), wanted=True)
+    assert not (await reg.policy.authorize(_configmaps("get", "other"))).allowed
+    assert not (await reg.policy.authorize(_configmaps("list", "team"))).allowed
+
+    # The Role's rules change: the allowance taken above is not kept.
+    roles = reg.catalog.by_resource(rbac.GROUP, "v1", "roles")
+    assert roles is not None
+    ctx = objects.RequestContext(cluster="f")
+    current = (await reg.store(roles).get(ctx, "team", "cm-reader")).copy()
+    current["rules"][0]["verbs"] = ["list"]
+    await reg.store(roles).update(ctx, "team", "cm-reader", current, OPTS)
+    await _allowed(reg, _configmaps("get", "team"), wanted=False)
+    await _allowed(reg, _configmaps("list", "team"), wanted=True)
+
+    # The RoleBinding goes: so does every allowance it gave.
+    bindings = reg.catalog.by_resource(rbac.GROUP, "v1", "rolebindings")
+    assert bindings is not None
+    await reg.store(bindings).delete(ctx, "team", "alice-cm", {}, OPTS)
+    await _allowed(reg, _configmaps("list", "team"), wanted=False)
