@@ -8,8 +8,12 @@ the write and read rates are measured with it as well (32 connections, bearer to
 shows what the server itself sustains. For the same reason the watch fan-out is measured twice:
 read by aiohttp in this process, and read by bench/watch_clients.py, a bare uvloop protocol per
 watch in a process of its own.
+Each fan-out also prints the server's CPU time per delivered event (the 100 creates included).
 Run: python bench/api_bench.py [--clients 32] [--objects 2000] [--seconds 8]
-     [--server-arg=--metrics=false]
+     [--server-arg=--metrics=false] [--only watch] [--profile server.prof]
+Profile the server: `--profile F` runs it under cProfile (written when it stops); read it with
+`python -c "import pstats; pstats.Stats('F').sort_stats('tottime').print_stats(30)"`, or attach
+`py-spy record -o fanout.svg --pid <server pid>` where py-spy is installed.
 """
 
 from __future__ import annotations
@@ -43,12 +47,18 @@ async def _run_concurrent(n: int, clients: int, op: Callable[[int], Awaitable[ob
     return n / seconds
 
 
-async def bench(server: server_process.ServerProcess, clients: int, objects: int) -> None:
+async def bench(
+    server: server_process.ServerProcess, clients: int, objects: int, *, only: str
+) -> None:
     ssl_ctx = server.ssl_context()
     connector = aiohttp.TCPConnector(ssl=ssl_ctx, limit=clients + 110)
     base = f"{server.base_url}/clusters/bench/api/v1/namespaces/default/configmaps"
     headers = {"Content-Type": "application/json", "Accept": "application/json"}
     async with aiohttp.ClientSession(connector=connector, headers=headers) as session:
+        if only == "watch":
+            await _watch_fanout(server, session, base, watchers=100, events=100)
+            await _lean_watch_fanout(server, session, base, watchers=100, events=100)
+            return
 
         async def create(i: int) -> None:
             body = {
@@ -95,12 +105,17 @@ async def bench(server: server_process.ServerProcess, clients: int, objects: int
                 f"min {min(times):6.1f} ms"
             )
 
-        await _watch_fanout(session, base, watchers=100, events=100)
+        await _watch_fanout(server, session, base, watchers=100, events=100)
         await _lean_watch_fanout(server, session, base, watchers=100, events=100)
 
 
 async def _watch_fanout(
-    session: aiohttp.ClientSession, base: str, *, watchers: int, events: int
+    server: server_process.ServerProcess,
+    session: aiohttp.ClientSession,
+    base: str,
+    *,
+    watchers: int,
+    events: int,
 ) -> None:
     async with session.get(base + "?limit=1") as r:
         rv = orjson.loads(await r.read())["metadata"]["resourceVersion"]
@@ -130,13 +145,27 @@ async def _watch_fanout(
     tasks = [asyncio.create_task(watcher()) for _ in range(watchers)]
     await asyncio.wait_for(all_ready.wait(), 30)
     await asyncio.sleep(0.2)
+    cpu = measure.cpu_split(server.process.pid)
     for i in range(events):
         await _post_stamped(session, base, f"fan-{i}", "yes")
     await asyncio.wait_for(asyncio.gather(*tasks), 60)
+    cpu = _since(cpu, measure.cpu_split(server.process.pid))
     print(
         f"watch fan-out  {watchers} watchers x {events} events: delivered {delivered}, "
-        f"p50 {pct(latencies, 0.5):.1f} ms, p99 {pct(latencies, 0.99):.1f} ms"
+        f"p50 {pct(latencies, 0.5):.1f} ms, p99 {pct(latencies, 0.99):.1f} ms, "
+        f"server CPU {_per_event(cpu, delivered)}"
     )
+
+
+def _since(before: tuple[float, float], after: tuple[float, float]) -> tuple[float, float]:
+    return after[0] - before[0], after[1] - before[1]
+
+
+def _per_event(cpu: tuple[float, float], delivered: int) -> str:
+    """Server CPU per delivered event: total (user + system: on loopback the kernel's work for
+    every write, TLS record and TCP segment, is most of it)."""
+    user, system = (seconds * 1e6 / max(delivered, 1) for seconds in cpu)
+    return f"{user + system:.0f} us/event (user {user:.0f}, system {system:.0f})"
 
 
 _WATCH_CLIENTS = Path(__file__).resolve().parent / "watch_clients.py"
@@ -182,14 +211,16 @@ async def _lean_watch_fanout(
     line = await asyncio.wait_for(proc.stdout.readline(), 60)
     assert line.strip() == b"ready", line
     await asyncio.sleep(0.2)
+    cpu = measure.cpu_split(server.process.pid)
     for i in range(events):
         await _post_stamped(session, base, f"lean-{i}", "lean")
     latencies: list[float] = orjson.loads(await asyncio.wait_for(proc.stdout.readline(), 90))
+    cpu = _since(cpu, measure.cpu_split(server.process.pid))
     await proc.wait()
     print(
         f"watch fan-out  {watchers} watchers x {events} events, lean client process: "
         f"delivered {len(latencies)}, p50 {pct(latencies, 0.5):.1f} ms, "
-        f"p99 {pct(latencies, 0.99):.1f} ms"
+        f"p99 {pct(latencies, 0.99):.1f} ms, server CPU {_per_event(cpu, len(latencies))}"
     )
 
 
@@ -255,11 +286,18 @@ def main() -> None:
         default=[],
         help="passed to `minikcp start`, e.g. --server-arg=--metrics=false (repeatable)",
     )
+    parser.add_argument("--only", choices=("all", "watch"), default="all")
+    parser.add_argument("--profile", help="run the server under cProfile, writing this file")
     args = parser.parse_args()
+    profile = ("-m", "cProfile", "-o", str(Path(args.profile).resolve())) if args.profile else ()
     with tempfile.TemporaryDirectory() as tmp:
-        server = server_process.start_server(Path(tmp), extra_args=tuple(args.server_arg))
+        server = server_process.start_server(
+            Path(tmp), extra_args=tuple(args.server_arg), python_args=profile
+        )
         try:
-            asyncio.run(bench(server, args.clients, args.objects))
+            asyncio.run(bench(server, args.clients, args.objects, only=args.only))
+            if args.only != "all":
+                return
             if shutil.which("wrk"):
                 bench_wrk(server, args.clients, args.seconds)
             else:

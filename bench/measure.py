@@ -20,8 +20,14 @@ def pct(values: list[float], p: float) -> float:
 
 def cpu_seconds(pid: int) -> float:
     """User plus system CPU seconds process `pid` has used so far (Linux /proc)."""
+    return sum(cpu_split(pid))
+
+
+def cpu_split(pid: int) -> tuple[float, float]:
+    """User and system CPU seconds process `pid` has used so far (Linux /proc)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    tick = os.sysconf("SC_CLK_TCK")
+    return int(fields[11]) / tick, int(fields[12]) / tick
 
 
 async def run_clients(

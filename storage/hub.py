@@ -101,6 +101,21 @@ class Watcher:
             finally:
                 self._waiter = None
 
+    async def next_batch(self, limit: int = 256) -> list[Event]:
+        """The next event and those queued right behind it (at most `limit`), in order.
+
+        Waits as `__anext__` does for the first; the rest cost no wake-up each, so a client that
+        fell a few events behind gets them in one write.
+        """
+        batch = [await self.__anext__()]
+        if self._replay is None:
+            for pending in (self._backlog, self._queue):
+                while pending and len(batch) < limit:
+                    batch.append(pending.popleft())
+                if pending:
+                    break
+        return batch
+
     async def _next_replayed(self) -> Event | None:
         """The next matching event of the log, or None when there is none (yet) to return."""
         assert self._replay is not None

@@ -135,11 +135,13 @@ def start_server(
     extra_args: tuple[str, ...] = (),
     credentials_from: Path | None = None,
     port: int | None = None,
+    python_args: tuple[str, ...] = (),
 ) -> ServerProcess:
     """Start `minikcp start` on a free port (in `root`, default a new folder under workdir).
 
     `credentials_from` copies another server's CA and credentials first (replicas share them);
-    `port` restarts a stopped server where its clients expect it.
+    `port` restarts a stopped server where its clients expect it; `python_args` go to the
+    interpreter before `-m minikcp.cli.main` (benchmarks profile with `-m cProfile -o F`).
     """
     root = root or workdir / f"minikcp-{uuid.uuid4().hex[:8]}"
     if credentials_from is not None:
@@ -154,6 +156,7 @@ def start_server(
         process = subprocess.Popen(
             [
                 sys.executable,
+                *python_args,
                 "-m",
                 "minikcp.cli.main",
                 "start",

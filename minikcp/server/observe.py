@@ -108,7 +108,7 @@ class Observer:
         request[_AUDIT] = pending
         self._stage(pending, "RequestReceived")
 
-    def watch_events(self, group: str, version: str, kind: str) -> Callable[[], None]:
+    def watch_events(self, group: str, version: str, kind: str) -> Callable[[int], None]:
         """The increment of apiserver_watch_events_total for one watch's kind."""
         if self.metrics is None:
             return _nothing
@@ -186,7 +186,7 @@ class Observer:
         self.auditing.emit(audit_events.event(pending, stage, time.time(), **parts))
 
 
-def _nothing() -> None:
+def _nothing(count: int) -> None:
     pass
 
 
