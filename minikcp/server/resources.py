@@ -297,7 +297,11 @@ class ResourceHandler:
         response = web.StreamResponse(status=200)
         response.content_type = encoding.JSON
         response.enable_chunked_encoding()
-        await response.prepare(request)
+        try:
+            await response.prepare(request)
+        except (ConnectionResetError, ConnectionError):
+            await batches.aclose()
+            return response  # the client went away before the headers: nothing to answer
         first = True
         sent = None
         if self._watch_events is not None:
