@@ -38,6 +38,10 @@ def _bucket(prefix: str) -> str:
     return prefix[: prefix.rfind("/") + 1]
 
 
+class _Poked(Exception):
+    """`poke` came while the watcher waited (handled by `next_batch`)."""
+
+
 class Watcher:
     """The events under one prefix after one revision; iterate with `async for`.
 
@@ -67,6 +71,7 @@ class Watcher:
         self._closed = False
         self._cut_reason: str | None = None
         self._waiter: asyncio.Future[None] | None = None
+        self._poked = False
 
     @property
     def pending(self) -> int:
@@ -95,19 +100,32 @@ class Watcher:
             if self._cut_reason is not None:
                 self._closed = True
                 raise errors.WatcherClosed(self._cut_reason)
+            if self._poked:
+                self._poked = False
+                raise _Poked
             self._waiter = asyncio.get_running_loop().create_future()
             try:
                 await self._waiter
             finally:
                 self._waiter = None
 
+    def poke(self) -> None:
+        """Have `next_batch` return an empty batch once nothing is queued: a timer (a bookmark
+        due) wakes the watch without a timeout armed around every wait."""
+        self._poked = True
+        self._wake()
+
     async def next_batch(self, limit: int = 256) -> list[Event]:
-        """The next event and those queued right behind it (at most `limit`), in order.
+        """The next event and those queued right behind it (at most `limit`), in order; empty
+        when `poke` came while nothing was queued.
 
         Waits as `__anext__` does for the first; the rest cost no wake-up each, so a client that
         fell a few events behind gets them in one write.
         """
-        batch = [await self.__anext__()]
+        try:
+            batch = [await self.__anext__()]
+        except _Poked:
+            return []
         if self._replay is None:
             for pending in (self._backlog, self._queue):
                 while pending and len(batch) < limit:

@@ -205,29 +205,32 @@ async def watch_batches(
     # The stream ends at its deadline: one timer closes the watcher, whatever it is doing.
     loop = asyncio.get_running_loop()
     closer = loop.call_at(loop.time() + (deadline - time.monotonic()), watcher.close)
+    bookmark_timer: asyncio.TimerHandle | None = None
     try:
         for at in range(0, len(initial), _INITIAL_BATCH):
             yield [WatchEvent(ADDED, obj) for obj in initial[at : at + _INITIAL_BATCH]]
         if opts.send_initial_events and opts.allow_watch_bookmarks:
             yield [WatchEvent(BOOKMARK, revision=start, initial_events_end=True)]
         flt = shared.filter(rstore, opts)
-        next_bookmark = _next_bookmark(time.monotonic(), deadline, settings.bookmark_interval)
+
+        due: float | None = time.monotonic()
+
+        def arm_bookmark() -> None:
+            # One timer per bookmark, not one armed around every wait for events. The next one
+            # counts from when this one was due: a timer may fire a little early by this clock.
+            nonlocal bookmark_timer, due
+            if due is None:
+                return
+            now = time.monotonic()
+            due = _next_bookmark(max(now, due), deadline, settings.bookmark_interval)
+            if due is not None:
+                bookmark_timer = loop.call_later(max(due - now, 0.0), watcher.poke)
+
+        if opts.allow_watch_bookmarks:
+            arm_bookmark()
         while True:
             try:
-                if opts.allow_watch_bookmarks and next_bookmark is not None:
-                    # Wake up for bookmarks too; watches without them need no timer per batch.
-                    wait = max(next_bookmark - time.monotonic(), 0.0)
-                    async with asyncio.timeout(wait):
-                        events = await watcher.next_batch()
-                else:
-                    events = await watcher.next_batch()
-            except TimeoutError:
-                next_bookmark = _next_bookmark(
-                    time.monotonic(), deadline, settings.bookmark_interval
-                )
-                if watcher.pending == 0:
-                    yield [WatchEvent(BOOKMARK, revision=max(hub.revision, start))]
-                continue
+                events = await watcher.next_batch()
             except StopAsyncIteration:
                 return
             except storage_errors.WatcherClosed:
@@ -236,6 +239,11 @@ async def watch_batches(
             except storage_errors.Compacted as exc:
                 yield [_expired(exc)]
                 return
+            if not events:  # the bookmark timer's turn
+                arm_bookmark()
+                if watcher.pending == 0:
+                    yield [WatchEvent(BOOKMARK, revision=max(hub.revision, start))]
+                continue
             batch = []
             for event in events:
                 converted = shared.convert(event, flt)
@@ -245,6 +253,8 @@ async def watch_batches(
                 yield batch
     finally:
         closer.cancel()
+        if bookmark_timer is not None:
+            bookmark_timer.cancel()
         watcher.close()
 
 

@@ -237,3 +237,23 @@ async def test_next_batch_replaying_from_the_log_keeps_the_order(
             while len(seen) < 6:
                 seen.extend(e.revision for e in await watcher.next_batch())
         assert seen == revisions
+
+
+async def test_a_poke_ends_a_wait_with_an_empty_batch_once_nothing_is_queued(
+    db: sqlite.SqliteStorage,
+) -> None:
+    async with Running(db) as watch_hub:
+        watcher = watch_hub.watch(CM, after=watch_hub.revision)
+        async with asyncio.timeout(5):
+            waiting = asyncio.ensure_future(watcher.next_batch())
+            await asyncio.sleep(0)
+            watcher.poke()
+            assert await waiting == []
+            # Queued events go first; the poke is answered once they are out.
+            revisions = await writes(db, [CM + "a"])
+            assert await watch_hub.wait_for(revisions[-1], timeout=5)
+            watcher.poke()
+            assert [e.revision for e in await watcher.next_batch()] == revisions
+            assert await watcher.next_batch() == []
+            later = await writes(db, [CM + "b"])
+            assert [e.revision for e in await watcher.next_batch()] == later
