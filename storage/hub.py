@@ -38,10 +38,6 @@ def _bucket(prefix: str) -> str:
     return prefix[: prefix.rfind("/") + 1]
 
 
-class _Poked(Exception):
-    """`poke` came while the watcher waited (handled by `next_batch`)."""
-
-
 class Watcher:
     """The events under one prefix after one revision; iterate with `async for`.
 
@@ -100,9 +96,6 @@ class Watcher:
             if self._cut_reason is not None:
                 self._closed = True
                 raise errors.WatcherClosed(self._cut_reason)
-            if self._poked:
-                self._poked = False
-                raise _Poked
             self._waiter = asyncio.get_running_loop().create_future()
             try:
                 await self._waiter
@@ -116,23 +109,44 @@ class Watcher:
         self._wake()
 
     async def next_batch(self, limit: int = 256) -> list[Event]:
-        """The next event and those queued right behind it (at most `limit`), in order; empty
+        """The next events, as many as are queued together (at most `limit`), in order; empty
         when `poke` came while nothing was queued.
 
         Waits as `__anext__` does for the first; the rest cost no wake-up each, so a client that
         fell a few events behind gets them in one write.
         """
-        try:
-            batch = [await self.__anext__()]
-        except _Poked:
-            return []
-        if self._replay is None:
-            for pending in (self._backlog, self._queue):
-                while pending and len(batch) < limit:
-                    batch.append(pending.popleft())
-                if pending:
-                    break
-        return batch
+        while True:
+            if self._closed:
+                raise StopAsyncIteration
+            if self._replay is not None:
+                event = await self._next_replayed()
+                if event is not None:
+                    return [event]
+                continue
+            backlog, queue = self._backlog, self._queue
+            if not backlog and queue and len(queue) <= limit:
+                batch = list(queue)
+                queue.clear()
+                return batch
+            if backlog or queue:
+                batch = []
+                for pending in (backlog, queue):
+                    while pending and len(batch) < limit:
+                        batch.append(pending.popleft())
+                    if pending:
+                        break
+                return batch
+            if self._cut_reason is not None:
+                self._closed = True
+                raise errors.WatcherClosed(self._cut_reason)
+            if self._poked:
+                self._poked = False
+                return []
+            self._waiter = asyncio.get_running_loop().create_future()
+            try:
+                await self._waiter
+            finally:
+                self._waiter = None
 
     async def _next_replayed(self) -> Event | None:
         """The next matching event of the log, or None when there is none (yet) to return."""
