@@ -276,7 +276,9 @@ def bench_wrk(server: server_process.ServerProcess, clients: int, seconds: int) 
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--clients", type=int, default=32)
     parser.add_argument("--objects", type=int, default=2000)
     parser.add_argument("--seconds", type=int, default=8, help="duration of each wrk case")

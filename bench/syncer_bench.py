@@ -202,7 +202,9 @@ async def bench(
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--deployments", type=int, default=1000)
     parser.add_argument("--replicas", type=int, default=2)
     parser.add_argument("--clients", type=int, default=16)
