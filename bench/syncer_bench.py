@@ -9,10 +9,14 @@ the upstream Deployment being rolled out as `kubectl rollout status` judges it (
 simulated pod delay), and the downstream writes per upstream change: object creations,
 deletions and changes of anything but status seen by watches on the physical clusters (a
 server-side apply that changes nothing is not visible there, and is skipped by the syncer
-anyway). The syncer's per-target rate limit applies (--sync-qps, default 20/s as kcp's). All
-processes share the machine's cores, so figures vary with what else runs.
-Run: python bench/syncer_bench.py [--deployments 1000] [--replicas 2] [--delay 1] [--qps 20]
-    [--kind deployment|statefulset]
+anyway). The syncer's per-target rate limit applies (`minikcp start`'s defaults unless --qps is
+given; the burst is then 1.5 x qps). All processes share the machine's cores, so figures vary
+with what else runs.
+Run: python bench/syncer_bench.py [--deployments 1000] [--replicas 2] [--delay 1] [--qps Q]
+    [--kind deployment|statefulset] [--profile upstream.prof]
+Profile the syncer (it runs in the upstream minikcp): `--profile F` runs that server under
+cProfile; read F with `python -c "import pstats; pstats.Stats('F').sort_stats('tottime')
+.print_stats(30)"`, or attach `py-spy record -o syncer.svg --pid <pid>` where py-spy is installed.
 """
 
 from __future__ import annotations
@@ -198,20 +202,29 @@ async def bench(
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--deployments", type=int, default=1000)
     parser.add_argument("--replicas", type=int, default=2)
     parser.add_argument("--clients", type=int, default=16)
     parser.add_argument("--delay", type=float, default=1.0, help="simulated pod start, seconds")
-    parser.add_argument("--qps", type=float, default=20.0, help="syncer requests/s per target")
+    parser.add_argument("--qps", type=float, help="syncer requests/s per target (minikcp default)")
+    parser.add_argument("--profile", help="run the upstream minikcp under cProfile, writing this")
     parser.add_argument("--timeout", type=float, default=900.0)
     parser.add_argument("--kind", choices=sorted(KINDS), default="deployment")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        up = server_process.start_server(
-            work, extra_args=("--sync-qps", str(args.qps), "--sync-burst", str(int(args.qps * 1.5)))
+        limit = (
+            ("--sync-qps", str(args.qps), "--sync-burst", str(int(args.qps * 1.5)))
+            if args.qps
+            else ()
         )
+        profile = ()
+        if args.profile:
+            profile = ("-m", "cProfile", "-o", str(Path(args.profile).resolve()))
+        up = server_process.start_server(work, extra_args=limit, python_args=profile)
         downs = [
             server_process.start_server(
                 work, extra_args=("--simulate-workloads", "--rollout-delay", str(args.delay))
@@ -223,7 +236,8 @@ def main() -> None:
                 syncer_env.attach(up, CLUSTER, name, down)
             print(
                 f"{args.deployments} {args.kind}s x {args.replicas} replicas, 2 targets, "
-                f"syncer {args.qps:g} requests/s per target, {args.clients} clients"
+                f"syncer {f'{args.qps:g}' if args.qps else 'default'} requests/s per target, "
+                f"{args.clients} clients"
             )
             asyncio.run(bench(up, downs, args))
         finally:

@@ -68,6 +68,7 @@ class Watcher:
         self._closed = False
         self._cut_reason: str | None = None
         self._waiter: asyncio.Future[None] | None = None
+        self._poked = False
 
     @property
     def pending(self) -> int:
@@ -97,6 +98,52 @@ class Watcher:
             if self._cut_reason is not None:
                 self._closed = True
                 raise errors.WatcherClosed(self._cut_reason)
+            self._waiter = asyncio.get_running_loop().create_future()
+            try:
+                await self._waiter
+            finally:
+                self._waiter = None
+
+    def poke(self) -> None:
+        """Have `next_batch` return an empty batch once nothing is queued: a timer (a bookmark
+        due) wakes the watch without a timeout armed around every wait."""
+        self._poked = True
+        self._wake()
+
+    async def next_batch(self, limit: int = 256) -> list[Event]:
+        """The next events, as many as are queued together (at most `limit`), in order; empty
+        when `poke` came while nothing was queued.
+
+        Waits as `__anext__` does for the first; the rest cost no wake-up each, so a client that
+        fell a few events behind gets them in one write.
+        """
+        while True:
+            if self._closed:
+                raise StopAsyncIteration
+            if self._replay is not None:
+                event = await self._next_replayed()
+                if event is not None:
+                    return [event]
+                continue
+            backlog, queue = self._backlog, self._queue
+            if not backlog and queue and len(queue) <= limit:
+                batch = list(queue)
+                queue.clear()
+                return batch
+            if backlog or queue:
+                batch = []
+                for pending in (backlog, queue):
+                    while pending and len(batch) < limit:
+                        batch.append(pending.popleft())
+                    if pending:
+                        break
+                return batch
+            if self._cut_reason is not None:
+                self._closed = True
+                raise errors.WatcherClosed(self._cut_reason)
+            if self._poked:
+                self._poked = False
+                return []
             self._waiter = asyncio.get_running_loop().create_future()
             try:
                 await self._waiter

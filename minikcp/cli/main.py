@@ -91,8 +91,8 @@ def _parser() -> argparse.ArgumentParser:
         type=float,
         help="seconds between full comparisons of a target with upstream",
     )
-    sync.add_argument("--sync-qps", default=20.0, type=float, help="requests/s per target")
-    sync.add_argument("--sync-burst", default=30, type=int, help="request burst per target")
+    sync.add_argument("--sync-qps", default=100.0, type=float, help="requests/s per target")
+    sync.add_argument("--sync-burst", default=200, type=int, help="request burst per target")
     sim = start.add_argument_group("workload simulation (act as a physical cluster)")
     sim.add_argument(
         "--simulate-workloads",

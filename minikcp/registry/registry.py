@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -390,6 +390,24 @@ class Registry:
         opts: list_options.ListOptions,
     ) -> AsyncIterator[watching.WatchEvent]:
         return watching.watch(
+            self.store(rt),
+            self.hub,
+            self._events,
+            ctx,
+            namespace,
+            opts,
+            settings=self.watch_settings,
+        )
+
+    def watch_batches(
+        self,
+        rt: catalog.ResourceType,
+        ctx: RequestContext,
+        namespace: str,
+        opts: list_options.ListOptions,
+    ) -> AsyncGenerator[list[watching.WatchEvent], None]:
+        """`watch`, with the events that are ready together handed out as one list."""
+        return watching.watch_batches(
             self.store(rt),
             self.hub,
             self._events,

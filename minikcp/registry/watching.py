@@ -1,7 +1,10 @@
 """Watch: the Kubernetes watch contract on top of the storage hub.
 
 One hub watch per client watch, filtered by key prefix in the hub and by selectors here. The
-objects of an event are decoded and encoded once and shared by every watcher that receives them.
+objects of an event are decoded and encoded once and shared by every watcher that receives them;
+so is the `WatchEvent`, whose `frames` keep each encoding of it the server wrote (one JSON line
+for every watcher, not one per watcher). `watch_batches` hands out the events that are ready
+together, so a client that fell behind is caught up in one write.
 """
 
 from __future__ import annotations
@@ -10,8 +13,8 @@ import asyncio
 import collections
 import time
 import weakref
-from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from collections.abc import AsyncGenerator, AsyncIterator, Hashable
+from dataclasses import dataclass, field
 from typing import Any
 
 from minikcp.machinery import errors, list_options
@@ -35,6 +38,8 @@ class WatchEvent:
     status: dict[str, Any] | None = None  # ERROR
     revision: int = 0  # BOOKMARK
     initial_events_end: bool = False  # BOOKMARK closing sendInitialEvents
+    # The event's bytes per encoding, filled by whoever encodes it first; shared like the event.
+    frames: dict[Hashable, bytes] = field(default_factory=dict, compare=False, repr=False)
 
 
 _MISSING = object()
@@ -138,7 +143,31 @@ async def watch(
     *,
     settings: WatchSettings = DEFAULT_SETTINGS,
 ) -> AsyncIterator[WatchEvent]:
-    """The events of one client watch, ending at timeoutSeconds or when the hub cuts it off."""
+    """The events of one client watch, one at a time (see `watch_batches`)."""
+    batches = watch_batches(rstore, hub, shared, ctx, namespace, opts, settings=settings)
+    try:
+        async for batch in batches:
+            for event in batch:
+                yield event
+    finally:
+        await batches.aclose()
+
+
+_INITIAL_BATCH = 256
+
+
+async def watch_batches(
+    rstore: generic_store.ResourceStore,
+    hub: storage_hub.WatchHub,
+    shared: EventObjects,
+    ctx: RequestContext,
+    namespace: str,
+    opts: list_options.ListOptions,
+    *,
+    settings: WatchSettings = DEFAULT_SETTINGS,
+) -> AsyncGenerator[list[WatchEvent], None]:
+    """The events of one client watch, ending at timeoutSeconds or when the hub cuts it off:
+    each batch holds the events that were ready together, in order (never empty)."""
     rt = rstore.rt
     rstore.check_field_selector(opts)
     timeout = float(opts.timeout_seconds) if opts.timeout_seconds else DEFAULT_TIMEOUT
@@ -171,58 +200,67 @@ async def watch(
     try:
         watcher = hub.watch(prefix, after=start)
     except storage_errors.Compacted as exc:
-        yield WatchEvent(
-            ERROR,
-            status=errors.expired(
-                f"too old resource version: {exc.requested} ({exc.compacted})"
-            ).to_status(),
-        )
+        yield [_expired(exc)]
         return
     # The stream ends at its deadline: one timer closes the watcher, whatever it is doing.
     loop = asyncio.get_running_loop()
     closer = loop.call_at(loop.time() + (deadline - time.monotonic()), watcher.close)
+    bookmark_timer: asyncio.TimerHandle | None = None
     try:
-        for obj in initial:
-            yield WatchEvent(ADDED, obj)
+        for at in range(0, len(initial), _INITIAL_BATCH):
+            yield [WatchEvent(ADDED, obj) for obj in initial[at : at + _INITIAL_BATCH]]
         if opts.send_initial_events and opts.allow_watch_bookmarks:
-            yield WatchEvent(BOOKMARK, revision=start, initial_events_end=True)
+            yield [WatchEvent(BOOKMARK, revision=start, initial_events_end=True)]
         flt = shared.filter(rstore, opts)
-        next_bookmark = _next_bookmark(time.monotonic(), deadline, settings.bookmark_interval)
+
+        due: float | None = time.monotonic()
+
+        def arm_bookmark() -> None:
+            # One timer per bookmark, not one armed around every wait for events. The next one
+            # counts from when this one was due: a timer may fire a little early by this clock.
+            nonlocal bookmark_timer, due
+            if due is None:
+                return
+            now = time.monotonic()
+            due = _next_bookmark(max(now, due), deadline, settings.bookmark_interval)
+            if due is not None:
+                bookmark_timer = loop.call_later(max(due - now, 0.0), watcher.poke)
+
+        if opts.allow_watch_bookmarks:
+            arm_bookmark()
         while True:
             try:
-                if opts.allow_watch_bookmarks and next_bookmark is not None:
-                    # Wake up for bookmarks too; watches without them need no timer per event.
-                    wait = max(next_bookmark - time.monotonic(), 0.0)
-                    async with asyncio.timeout(wait):
-                        event = await anext(watcher)
-                else:
-                    event = await anext(watcher)
-            except TimeoutError:
-                next_bookmark = _next_bookmark(
-                    time.monotonic(), deadline, settings.bookmark_interval
-                )
-                if watcher.pending == 0:
-                    yield WatchEvent(BOOKMARK, revision=max(hub.revision, start))
-                continue
+                events = await watcher.next_batch()
             except StopAsyncIteration:
                 return
             except storage_errors.WatcherClosed:
                 # Too slow: end the stream, the client re-watches from its last revision.
                 return
             except storage_errors.Compacted as exc:
-                yield WatchEvent(
-                    ERROR,
-                    status=errors.expired(
-                        f"too old resource version: {exc.requested} ({exc.compacted})"
-                    ).to_status(),
-                )
+                yield [_expired(exc)]
                 return
-            converted = shared.convert(event, flt)
-            if converted is not None:
-                yield converted
+            if not events:  # the bookmark timer's turn
+                arm_bookmark()
+                if watcher.pending == 0:
+                    yield [WatchEvent(BOOKMARK, revision=max(hub.revision, start))]
+                continue
+            batch = []
+            for event in events:
+                converted = shared.convert(event, flt)
+                if converted is not None:
+                    batch.append(converted)
+            if batch:
+                yield batch
     finally:
         closer.cancel()
+        if bookmark_timer is not None:
+            bookmark_timer.cancel()
         watcher.close()
+
+
+def _expired(exc: storage_errors.Compacted) -> WatchEvent:
+    status = errors.expired(f"too old resource version: {exc.requested} ({exc.compacted})")
+    return WatchEvent(ERROR, status=status.to_status())
 
 
 def _next_bookmark(now: float, deadline: float, interval: float) -> float | None:

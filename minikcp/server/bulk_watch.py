@@ -156,10 +156,10 @@ class BulkWatchHandler:
     def printer(self, rt: catalog.ResourceType) -> printer_base.Printer:
         return self._resources.registry.store(rt).strategy.printer
 
-    def counter(self, rt: catalog.ResourceType) -> Callable[[], None] | None:
+    def counter(self, rt: catalog.ResourceType) -> Callable[[int], None] | None:
         if self._watch_events is None:
             return None
-        return self._watch_events(rt.group, rt.version, rt.kind)
+        return self._watch_events(rt.group, rt.version, rt.plural)
 
 
 class _Connection:
@@ -248,7 +248,7 @@ class _Connection:
         try:
             async for event in events:
                 if sent is not None:
-                    sent()
+                    sent(1)
                 # Subscriptions with equal filters get the same event object, one after another:
                 # the last one's bytes serve them all.
                 last = self._last

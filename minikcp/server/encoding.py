@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -184,9 +184,21 @@ def watch_event_bytes(
         return b'{"type":"BOOKMARK","object":' + orjson.dumps(body) + b"}\n"
     assert event.object is not None
     if table is not None:
-        obj = table_bytes(
-            printer, [event.object], table, revision=event.object.revision, with_headers=first
-        )
+        if first:  # the column definitions make this one the watch's own
+            obj = table_bytes(printer, [event.object], table, revision=event.object.revision)
+            return b'{"type":"' + event.type.encode() + b'","object":' + obj + b"}\n"
+        encoding_key: Hashable = table
     else:
-        obj = event.object.to_json()
-    return b'{"type":"' + event.type.encode() + b'","object":' + obj + b"}\n"
+        encoding_key = JSON
+    # Shared by every watch the event reaches with this encoding: built once, written to all.
+    frame = event.frames.get(encoding_key)
+    if frame is None:
+        if table is not None:
+            obj = table_bytes(
+                printer, [event.object], table, revision=event.object.revision, with_headers=False
+            )
+        else:
+            obj = event.object.to_json()
+        frame = b'{"type":"' + event.type.encode() + b'","object":' + obj + b"}\n"
+        event.frames[encoding_key] = frame
+    return frame

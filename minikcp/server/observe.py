@@ -87,7 +87,7 @@ class Observer:
         if "RequestReceived" not in decision.omit_stages:
             self.auditing.emit(audit_events.encode(pending, "RequestReceived", pending.received))
 
-    def watch_events(self, group: str, version: str, resource: str) -> Callable[[], None]:
+    def watch_events(self, group: str, version: str, resource: str) -> Callable[[int], None]:
         """The increment of apiserver_watch_events_total for one watch's resource."""
         if self.metrics is None:
             return _nothing
@@ -206,7 +206,7 @@ class Observer:
         self.auditing.emit(audit_events.encode(pending, stage, time.time(), **parts))
 
 
-def _nothing() -> None:
+def _nothing(count: int) -> None:
     pass
 
 

@@ -20,7 +20,7 @@ _FIELD_VALIDATION = ("Strict", "Warn", "Ignore")
 # Which objects a view serves: (cluster, namespace, name) -> served (a virtual workspace's filter).
 Visible = Callable[[str, str, str], bool]
 # The counter of events sent to watchers of a kind (group, version, kind) -> increment.
-WatchEventCounter = Callable[[str, str, str], Callable[[], None]]
+WatchEventCounter = Callable[[str, str, str], Callable[[int], None]]
 
 
 def _not_found() -> errors.StatusError:
@@ -302,33 +302,43 @@ class ResourceHandler:
             # Nothing may follow the headers of a HEAD answer (Go's net/http drops all a watch
             # would write); streaming events here would corrupt the kept-alive connection.
             return web.Response(status=200, content_type=encoding.JSON)
-        events = self.registry.watch(rt, ctx, namespace, opts)
+        batches = self.registry.watch_batches(rt, ctx, namespace, opts)
         # Past option parsing, errors travel in the stream as ERROR events (as upstream).
         response = web.StreamResponse(status=200)
         response.content_type = encoding.JSON
         response.enable_chunked_encoding()
-        await response.prepare(request)
+        try:
+            await response.prepare(request)
+        except (ConnectionResetError, ConnectionError):
+            await batches.aclose()
+            return response  # the client went away before the headers: nothing to answer
         first = True
         sent = None
         if self._watch_events is not None:
             sent = self._watch_events(rt.group, rt.version, rt.plural)
         try:
-            async for event in events:
-                if visible and event.object is not None and not _in_view(visible, event.object):
+            async for batch in batches:
+                frames = []
+                for event in batch:
+                    if visible and event.object is not None and not _in_view(visible, event.object):
+                        continue
+                    frames.append(
+                        encoding.watch_event_bytes(event, rt, table, printer, first=first)
+                    )
+                    first = False
+                if not frames:
                     continue
                 if sent is not None:
-                    sent()
-                await response.write(
-                    encoding.watch_event_bytes(event, rt, table, printer, first=first)
-                )
-                first = False
+                    sent(len(frames))
+                # The events that were ready together go out as one chunk: one write, one record.
+                await response.write(frames[0] if len(frames) == 1 else b"".join(frames))
         except errors.StatusError as exc:
             with contextlib.suppress(ConnectionResetError, ConnectionError):
                 await response.write(encoding.error_event_bytes(exc.to_status()))
         except (ConnectionResetError, ConnectionError):
             pass
         finally:
-            await events.aclose()  # type: ignore[attr-defined]
+            await batches.aclose()
         with contextlib.suppress(ConnectionResetError, ConnectionError):
             await response.write_eof()
         return response

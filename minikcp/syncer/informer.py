@@ -5,6 +5,12 @@ deletion); only a successful list replaces it. A watch that ends normally resume
 revision seen; after an error (410 Gone, a lost connection) the informer lists again, diffing the
 new list against the cache. Reconnects back off from 1 s to 30 s, or happen at once when the
 target's probe answers again.
+
+With `ours`, the informer lists and watches without a label filter and caches only the objects
+`ours` accepts; of the others it keeps just the keys (and uids) of those in namespaces `others_in`
+accepts. So "is there something of someone else's under this name in our namespace?" is answered
+from memory, not with a GET per new object. An object that stops being ours leaves the cache as a
+deletion, as it would with a label-filtered watch.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ logger = logging.getLogger(__name__)
 # (event type, new object or None, old object or None); called for every change of the cache.
 Handler = Callable[[str, dict[str, Any] | None, dict[str, Any] | None], None]
 Key = tuple[str, str]  # (namespace, name)
+Accept = Callable[[dict[str, Any]], bool]
 
 
 class Informer:
@@ -34,13 +41,19 @@ class Informer:
         handler: Handler,
         *,
         watch_timeout: float = 300.0,
+        ours: Accept | None = None,
+        others_in: Callable[[str], bool] | None = None,
     ) -> None:
         self.client = client
         self.path = path
         self.label_selector = label_selector
         self.handler = handler
         self.watch_timeout = watch_timeout
+        self.ours = ours
+        self.others_in = others_in
         self.cache: dict[Key, dict[str, Any]] = {}
+        # Objects that are not ours, in the namespaces others_in accepts: key -> uid.
+        self.others: dict[Key, str] = {}
         self.synced = asyncio.Event()
         self.healthy = False  # the watch is open (or the last list succeeded)
         self._wake = asyncio.Event()
@@ -51,6 +64,21 @@ class Informer:
 
     def get(self, namespace: str, name: str) -> dict[str, Any] | None:
         return self.cache.get((namespace, name))
+
+    def other(self, namespace: str, name: str) -> str | None:
+        """The uid of an object that is not ours under this key, if the watch saw one."""
+        return self.others.get((namespace, name))
+
+    def _sort(self, key: Key, obj: dict[str, Any], others: dict[Key, str]) -> bool:
+        """Whether obj belongs in the cache; if not, note it in `others` when it is kept there."""
+        if self.ours is None or self.ours(obj):
+            others.pop(key, None)
+            return True
+        if self.others_in is not None and self.others_in(key[0]):
+            others[key] = str(obj.get("metadata", {}).get("uid", ""))
+        else:
+            others.pop(key, None)
+        return False
 
     def remember(self, obj: dict[str, Any]) -> None:
         """Record an object our own write returned, unless the watch already brought a newer
@@ -97,11 +125,15 @@ class Informer:
             "GET", self.path, params={"labelSelector": self.label_selector}, timeout=60
         )
         fresh: dict[Key, dict[str, Any]] = {}
+        others: dict[Key, str] = {}
         for item in body.get("items") or ():
             meta = item.get("metadata", {})
-            fresh[(meta.get("namespace", ""), meta.get("name", ""))] = item
+            key = (meta.get("namespace", ""), meta.get("name", ""))
+            if self._sort(key, item, others):
+                fresh[key] = item
         old = self.cache
         self.cache = fresh
+        self.others = others
         for key, obj in fresh.items():
             before = old.get(key)
             if before is None:
@@ -139,11 +171,18 @@ class Informer:
             key = (meta.get("namespace", ""), meta.get("name", ""))
             before = self.cache.get(key)
             if kind == "DELETED":
+                self.others.pop(key, None)
                 self.cache.pop(key, None)
-                self.handler("DELETED", None, obj)
+                if self.ours is None or self.ours(obj):
+                    self.handler("DELETED", None, obj)
             elif kind in ("ADDED", "MODIFIED"):
-                self.cache[key] = obj
-                self.handler("MODIFIED" if before else "ADDED", obj, before)
+                if self._sort(key, obj, self.others):
+                    self.cache[key] = obj
+                    self.handler("MODIFIED" if before else "ADDED", obj, before)
+                elif before is not None:
+                    # No longer ours (our label removed by hand): gone, as far as we know.
+                    del self.cache[key]
+                    self.handler("DELETED", None, before)
         return rv
 
 

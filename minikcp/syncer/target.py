@@ -41,8 +41,8 @@ class Settings:
     detach_timeout: float = 60.0
     patrol_interval: float = 60.0
     workers: int = 4
-    qps: float = 20.0
-    burst: int = 30
+    qps: float = downstream.DEFAULT_QPS
+    burst: int = downstream.DEFAULT_BURST
     max_backoff: float = 30.0
 
 
@@ -98,8 +98,18 @@ class TargetWorker:
             _cluster_of, max_delay=settings.max_backoff, name="syncer-status"
         )
         selector = f"{translate.TARGET_LABEL}={ref.key}"
+        # Unfiltered, so that a new object needs no GET to learn whether someone else's object
+        # holds its name in our namespace (reconcile never overwrites those): the informers
+        # cache what carries our label and only the keys of others in minikcp's namespaces.
         self.informers: dict[str, informer.Informer] = {
-            name: informer.Informer(client, s.list_path, selector, self._handler(name))
+            name: informer.Informer(
+                client,
+                s.list_path,
+                "",
+                self._handler(name),
+                ours=lambda obj: translate.is_owned(obj, ref),
+                others_in=translate.is_downstream_namespace,
+            )
             for name, s in self.synced.items()
         }
         self.namespaces = informer.Informer(

@@ -7,6 +7,7 @@ names unchanged, fields the downstream server owns stripped, ownership marked wi
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -81,11 +82,17 @@ class TargetRef:
     @property
     def key(self) -> str:
         """Short stable id of the target (kcp: hash of `<cluster>:<name>`), used in labels."""
-        return _base36(hashlib.sha224(f"{self.cluster}:{self.name}".encode()).digest())[:16]
+        return _target_key(self.cluster, self.name)
 
     @property
     def finalizer(self) -> str:
         return FINALIZER_PREFIX + self.key
+
+
+# Both hashes are asked for on every event and reconcile; each costs tens of microseconds.
+@functools.lru_cache(maxsize=1024)
+def _target_key(cluster: str, name: str) -> str:
+    return _base36(hashlib.sha224(f"{cluster}:{name}".encode()).digest())[:16]
 
 
 def _base36(digest: bytes) -> str:
@@ -109,10 +116,17 @@ def locator_json(target: TargetRef, cluster: str, namespace: str) -> str:
     return orjson.dumps(locator(target, cluster, namespace)).decode()
 
 
+@functools.lru_cache(maxsize=65536)
 def downstream_namespace(target: TargetRef, cluster: str, namespace: str) -> str:
     """`kcp-` and 12 base36 characters of sha224 of the locator JSON: deterministic, 16 chars."""
     digest = hashlib.sha224(locator_json(target, cluster, namespace).encode()).digest()
     return "kcp-" + _base36(digest)[:12]
+
+
+def is_downstream_namespace(name: str) -> bool:
+    """Whether a downstream namespace name has the form `downstream_namespace` gives (some
+    target's, not necessarily this one's)."""
+    return len(name) == 16 and name.startswith("kcp-")
 
 
 def parse_locator(annotations: Mapping[str, str] | None) -> tuple[str, str, str] | None:

@@ -74,3 +74,38 @@ async def test_watchers_with_different_selectors_each_get_their_own_view(
     assert await _take(other_cluster, 1) == [("ADDED", "z", "front")]
     for events in [everything, *fronts, *backs, other_cluster]:
         await events.aclose()  # type: ignore[attr-defined]
+
+
+async def test_events_ready_together_come_as_one_batch_shared_by_watches_alike(
+    reg: registry.Registry,
+) -> None:
+    from minikcp.server import encoding  # the server writes the frames the events keep
+
+    cms = reg.catalog.by_resource("", "v1", "configmaps")
+    assert cms is not None
+    store = reg.store(cms)
+    ctx = objects.RequestContext(cluster="c1")
+    opts = _opts(resourceVersion=str(reg.hub.revision), labelSelector="tier=front")
+    write = objects.WriteOptions()
+    for n, tier in enumerate(("front", "back", "front", "front")):
+        obj = {"metadata": {"name": f"x{n}", "labels": {"tier": tier}}}
+        last = await store.create(ctx, "default", obj, write)
+    assert await reg.hub.wait_for(last.revision, 5)
+    watches = [reg.watch_batches(cms, ctx, "default", opts) for _ in range(2)]
+    async with asyncio.timeout(5):
+        # Everything since the watches' revision is waiting already: it comes as one batch.
+        batches = [await anext(w) for w in watches]
+    for batch in batches:
+        assert [(e.type, e.object.metadata["name"]) for e in batch if e.object] == [
+            ("ADDED", "x0"),
+            ("ADDED", "x2"),
+            ("ADDED", "x3"),
+        ]
+    rt, printer = cms, store.strategy.printer
+    for a, b in zip(*batches, strict=True):
+        assert a is b  # one conversion for every watch with this filter
+        line = encoding.watch_event_bytes(a, rt, None, printer)
+        assert encoding.watch_event_bytes(b, rt, None, printer) is line  # encoded once
+        assert line.startswith(b'{"type":"ADDED","object":{"metadata":{')
+    for w in watches:
+        await w.aclose()

@@ -201,3 +201,59 @@ async def test_watchers_are_cut_off_when_the_store_closes(tmp_path: Path) -> Non
         await anext(watcher)
     with pytest.raises(errors.WatcherClosed):
         await anext(watch_hub.watch(CM, after=1))
+
+
+async def test_next_batch_hands_out_what_is_ready_together_in_order(
+    db: sqlite.SqliteStorage,
+) -> None:
+    async with Running(db, ring_size=100) as watch_hub:
+        revisions = await writes(db, [f"{CM}k{n}" for n in range(5)])
+        assert await watch_hub.wait_for(revisions[-1], timeout=5)
+        watcher = watch_hub.watch(CM, after=revisions[1])  # three from the ring (its backlog)
+        live = await writes(db, [f"{CM}live{n}" for n in range(4)])
+        assert await watch_hub.wait_for(live[-1], timeout=5)
+        first = await watcher.next_batch(limit=5)
+        assert [e.revision for e in first] == [*revisions[2:], *live[:2]]
+        rest = await watcher.next_batch(limit=5)
+        assert [e.revision for e in rest] == live[2:]
+        assert watcher.pending == 0
+        async with asyncio.timeout(5):
+            waiting = asyncio.ensure_future(watcher.next_batch())
+            await asyncio.sleep(0)
+            assert not waiting.done()
+            later = await writes(db, [CM + "later"])
+            assert [e.revision for e in await waiting] == later
+
+
+async def test_next_batch_replaying_from_the_log_keeps_the_order(
+    db: sqlite.SqliteStorage,
+) -> None:
+    async with Running(db, ring_size=2) as watch_hub:
+        revisions = await writes(db, [f"{CM}k{n}" for n in range(6)])
+        assert await watch_hub.wait_for(revisions[-1], timeout=5)
+        watcher = watch_hub.watch(CM, after=0)
+        seen: list[int] = []
+        async with asyncio.timeout(5):
+            while len(seen) < 6:
+                seen.extend(e.revision for e in await watcher.next_batch())
+        assert seen == revisions
+
+
+async def test_a_poke_ends_a_wait_with_an_empty_batch_once_nothing_is_queued(
+    db: sqlite.SqliteStorage,
+) -> None:
+    async with Running(db) as watch_hub:
+        watcher = watch_hub.watch(CM, after=watch_hub.revision)
+        async with asyncio.timeout(5):
+            waiting = asyncio.ensure_future(watcher.next_batch())
+            await asyncio.sleep(0)
+            watcher.poke()
+            assert await waiting == []
+            # Queued events go first; the poke is answered once they are out.
+            revisions = await writes(db, [CM + "a"])
+            assert await watch_hub.wait_for(revisions[-1], timeout=5)
+            watcher.poke()
+            assert [e.revision for e in await watcher.next_batch()] == revisions
+            assert await watcher.next_batch() == []
+            later = await writes(db, [CM + "b"])
+            assert [e.revision for e in await watcher.next_batch()] == later
