@@ -122,11 +122,20 @@ async def reconcile(ctx: Context, w: TargetWorker, key: ItemKey) -> float | None
         if not cache.synced.is_set():
             # It answers for every object of the kind only once it has listed them (start-up).
             raise downstream.Unreachable(f"{resource} of {w.name} not listed yet")
-        if cache.other(dns, name) is not None:
-            # Never overwrite what minikcp did not create; look again now and then. (The
-            # informer sees every object of the kind, so a name taken by someone else is known
-            # without a GET; one created after it looked is as much a race as one created
-            # between a GET and the apply.)
+        if cache.other(dns, name) is None:
+            # Not in the cache: ask the target before writing. A worker that just took the
+            # target over can miss objects its previous owner wrote (its list raced their
+            # writes), and an apply over them would be a second write of the same change.
+            try:
+                live = await w.client.request("GET", path)
+            except downstream.DownstreamError as exc:
+                if exc.code != 404:
+                    raise
+                live = None
+        if (live is None and cache.other(dns, name) is not None) or (
+            live is not None and not translate.is_owned(live, w.ref)
+        ):
+            # Never overwrite what minikcp did not create; look again now and then.
             w.errors[key] = f"{synced.rt.kind} {dns}/{name} exists downstream and is not ours"
             await status_up(ctx, synced, key)
             return 30.0

@@ -165,10 +165,12 @@ def test_targets_of_one_cluster_spread_and_sum_status_across_replicas(
             timeout=90,
             what="every Deployment rolled out over the four targets",
         )
-        # Requests in flight at the kill may be done downstream yet never counted there: at most
-        # one write each, and every Deployment is on every target, created once.
+        # Requests in flight at the kill may be done downstream yet never counted there, or land
+        # after the new owner listed the target, which then applies the same object once more
+        # (no change: generation 1 below). So at most two writes each; every Deployment is on
+        # every target, created once.
         base = {t: deployment_writes(downs[t]) for t in TARGETS}
-        assert all(count <= 1 + APPS for count in base.values()), base
+        assert all(count <= 1 + 2 * APPS for count in base.values()), base
         for target in TARGETS:
             listing = env.get(downs[target], "root", "deployments", "-n", namespaces[target])
             generations = {
