@@ -123,7 +123,7 @@ class ImportIndex:
     target; fed by a watch and by this replica's own writes (whichever is newer wins)."""
 
     def __init__(self) -> None:
-        self._objects: dict[tuple[str, str], tuple[int, Import | None]] = {}
+        self._objects: dict[tuple[str, str], tuple[StoredObject, Import | None]] = {}
         self._by_kind: dict[tuple[str, str], dict[tuple[str, str], Import]] = {}
         self._by_target: dict[TargetKey, dict[str, Import]] = {}
         # Our own deletions, until the watch has passed them: an older event must not revive one.
@@ -141,17 +141,21 @@ class ImportIndex:
         """The imports of one target, by resource."""
         return dict(self._by_target.get(key, {}))
 
+    def stored(self, cluster: str, name: str) -> StoredObject | None:
+        current = self._objects.get((cluster, name))
+        return None if current is None else current[0]
+
     def put(self, obj: StoredObject) -> None:
         key = (obj.cluster, obj.metadata.get("name", ""))
         tombstone = self._tombstones.get(key)
         if tombstone is not None and obj.revision <= tombstone:
             return
         current = self._objects.get(key)
-        if current is not None and current[0] >= obj.revision:
+        if current is not None and current[0].revision >= obj.revision:
             return
         self._unindex(key)
         found = _parse(obj)
-        self._objects[key] = (obj.revision, found)
+        self._objects[key] = (obj, found)
         if found is None:
             return
         for cluster in found.clusters:
@@ -161,7 +165,7 @@ class ImportIndex:
     def remove(self, cluster: str, name: str, revision: int) -> None:
         key = (cluster, name)
         current = self._objects.get(key)
-        if current is not None and current[0] > revision:
+        if current is not None and current[0].revision > revision:
             return
         self._unindex(key)
         self._objects.pop(key, None)
@@ -224,6 +228,9 @@ class StoredImports:
         if rt is None:
             return False
         name = object_name(target, resource)
+        known = self.index.stored(cluster, name)
+        if known is not None and known.view().get("spec") == spec:
+            return False  # unchanged (each probe): no read of the store
         store = self._registry.store(rt)
         ctx = RequestContext(cluster=cluster)
         found = await store.find(ctx, "", name)
