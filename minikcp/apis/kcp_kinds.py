@@ -166,6 +166,7 @@ def kinds() -> tuple[KcpKind, ...]:
         _kind("apis.kcp.io_apibindings.yaml"),
         _kind("apis.kcp.io_apiexportendpointslices.yaml"),
         _kind("apiresource.minikcp.io_negotiatedapiresources.yaml"),
+        _kind("apiresource.minikcp.io_apiresourceimports.yaml"),
     )
 
 

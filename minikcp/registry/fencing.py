@@ -30,6 +30,11 @@ def hold(holding: Holding) -> None:
     _FENCE.set(holding)
 
 
+def current() -> Holding | None:
+    """The fence of the current context (None: unfenced), to carry into work done elsewhere."""
+    return _FENCE.get()
+
+
 def holding() -> bool:
     """Whether the current context may write: unfenced, or its lease is still held."""
     fence = _FENCE.get()

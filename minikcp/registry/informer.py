@@ -228,3 +228,5 @@ class Informer:
                 assert event.object is not None
                 revision = max(revision, event.object.revision)
                 self._apply(event)
+            # A watch ended at once (the hub is stopping) must not spin past a cancellation.
+            await asyncio.sleep(0)

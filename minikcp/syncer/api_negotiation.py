@@ -1,21 +1,28 @@
 """API negotiation: per logical cluster and synced kind, the schema every target accepts.
 
-Each target's schemas are imported (`api_imports.py`) on the probe cadence. Whenever what a
-(logical cluster, kind) depends on changes (the cluster's own schema, a target's import, a target's
-API policy, the set of targets), the kind is negotiated again: each target is compared with the
-logical cluster's schema, the schema every receiving target accepts is written as a
-NegotiatedAPIResource, and the existing objects that use fields a receiving target lacks are
-reported there (nothing is deleted).
+The replica running a target imports its schemas (`api_imports.py`) on the probe cadence and
+stores them as APIResourceImports (`stored_imports.py`). Whenever what a (logical cluster, kind)
+depends on changes (the cluster's own schema, a stored import, a target's API policy, the set of
+targets), the owner of a target taking part negotiates the kind again from the stored imports of
+every target, wherever they run: each is compared with the logical cluster's schema, the schema
+every receiving target accepts is written as a NegotiatedAPIResource, and the existing objects
+that use fields a receiving target lacks are reported there (nothing is deleted). Owners of
+different targets of one logical cluster compute the same object from the same stored state; the
+write is a no-op when nothing changed, so computing it twice is harmless.
 
 A target's policy for a kind (`spec.apiPolicies` of its SyncTarget) says what a narrower schema
 means: `first` (today's behaviour) sends objects anyway and the target drops what it does not know;
 `lcd` refuses writes in the logical cluster that use fields the target lacks (422, naming it), by an
-admission hook in the registry's write path; `pinned` keeps the logical cluster's schema and sends
-the target nothing of the kind (its SyncTarget shows the kind Incompatible and says which fields).
+admission hook in the registry's write path that reads the stored imports, so every replica
+refuses them, whether it runs the target or not; `pinned` keeps the logical cluster's schema and
+sends the target nothing of the kind (its SyncTarget shows the kind Incompatible and says which
+fields), as its owner decides from the target's stored import.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Mapping, Sequence
@@ -27,14 +34,14 @@ import orjson
 from minikcp.apis import catalog, openapi
 from minikcp.machinery import errors, list_options
 from minikcp.machinery import schema_intersection as si
-from minikcp.registry import admission
+from minikcp.registry import admission, fencing
 from minikcp.registry import registry as upstream_registry
 from minikcp.registry import store as upstream_store
 from minikcp.registry.objects import RequestContext, StoredObject, WriteOptions
 from minikcp.runtime import work_queue
-from minikcp.syncer import api_imports, resources
+from minikcp.syncer import api_imports, resources, stored_imports
 from minikcp.syncer import client as downstream
-from minikcp.syncer.target import TargetWorker
+from minikcp.syncer.target import Settings, TargetWorker
 
 logger = logging.getLogger(__name__)
 
@@ -43,9 +50,12 @@ POLICIES = ("first", "lcd", "pinned")
 CONDITION = "APIsCompatible"
 REPORTED_OBJECTS = 20  # non-conforming objects listed by name; all are counted
 WRITE = WriteOptions(field_manager="minikcp-api-negotiation")
+_FIRST_LIST_WAIT = 10.0  # seconds a write waits for a starting replica's first read of imports
 _OWN_SCHEMAS = 256  # the logical clusters' own kind schemas kept, by document hash
 
-COMPATIBLE, NARROWER, INCOMPATIBLE, PENDING = "Compatible", "Narrower", "Incompatible", "Pending"
+COMPATIBLE, NARROWER, INCOMPATIBLE = "Compatible", "Narrower", "Incompatible"
+# The lcd targets a kind's writes are checked against: (target name, the schema it accepts).
+_Enforced = tuple[tuple[str, Mapping[str, Any]], ...]
 
 
 def policy_for(policies: Mapping[str, str], resource: str) -> str:
@@ -55,8 +65,7 @@ def policy_for(policies: Mapping[str, str], resource: str) -> str:
 
 class Context(Protocol):
     registry: upstream_registry.Registry
-
-    def workers_for(self, cluster: str) -> list[TargetWorker]: ...
+    settings: Settings
 
     async def enqueue_all(self, workers: list[TargetWorker]) -> None: ...
 
@@ -70,6 +79,7 @@ class _Target:
     policies: dict[str, str] = field(default_factory=dict)
     discovered: dict[str, bool] | None = None  # what discovery said, before pinning
     problems: dict[str, str] = field(default_factory=dict)  # resource -> why it is pinned off
+    holding: fencing.Holding | None = None  # the fence of the target's lease
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,10 +94,11 @@ class _Outcome:
 class Negotiation:
     def __init__(self, ctx: Context) -> None:
         self._ctx = ctx
-        self._targets: dict[tuple[str, str], _Target] = {}
+        self._targets: dict[tuple[str, str], _Target] = {}  # the targets this replica runs
+        self.imports = stored_imports.StoredImports(ctx.registry)
         self._inputs: dict[tuple[str, str], tuple[Any, ...]] = {}  # (cluster, resource) -> deps
-        # (cluster, resource) -> the lcd targets' schemas writes are checked against.
-        self.enforced: dict[tuple[str, str], tuple[tuple[str, Mapping[str, Any]], ...]] = {}
+        # (cluster, resource) -> (deps, the lcd targets' schemas writes are checked against).
+        self._enforced: dict[tuple[str, str], tuple[tuple[Any, ...], _Enforced]] = {}
         self._own: dict[tuple[str, str], dict[str, Any]] = {}
         # (cluster, resource) with a Narrower target -> when its objects are looked at again.
         self._narrowed: dict[tuple[str, str], float] = {}
@@ -116,6 +127,8 @@ class Negotiation:
         spec = target.view().get("spec") or {}
         policies = spec.get("apiPolicies") or {}
         state.policies = {str(k): str(v) for k, v in policies.items() if v in POLICIES}
+        # Probes run in the target's task: its imports are written under the same fence.
+        state.holding = fencing.current()
         if worker.health.ready and worker.health.compatible:
             if state.discovered is None:
                 state.discovered = {
@@ -127,14 +140,16 @@ class Negotiation:
     async def run(self) -> None:
         """Import and negotiate for the targets probed, one at a time, until cancelled."""
         try:
-            await work_queue.run_worker(
-                self._queue,
-                self._refresh,
-                describe=lambda key: f"API negotiation of sync target {key[0]}|{key[1]}",
-                logger=logger,
-                expected=(errors.StatusError,),
-                expected_level=logging.INFO,
-            )
+            async with asyncio.TaskGroup() as tasks:
+                tasks.create_task(self.imports.run(), name="syncer-api-imports")
+                await work_queue.run_worker(
+                    self._queue,
+                    self._refresh,
+                    describe=lambda key: f"API negotiation of sync target {key[0]}|{key[1]}",
+                    logger=logger,
+                    expected=(errors.StatusError, fencing.LeaseLost),
+                    expected_level=logging.INFO,
+                )
         finally:
             self._queue.close()
 
@@ -142,49 +157,83 @@ class Negotiation:
         state = self._targets.get(key)
         if state is None:
             return
-        worker = state.worker
-        try:
-            await api_imports.refresh(
-                worker.client,
-                worker.synced.values(),
-                state.imports,
-                timeout=worker.settings.probe_timeout,
-            )
-        except (downstream.Unreachable, downstream.DownstreamError) as exc:
-            logger.debug("importing the schemas of %s: %s", worker.name, exc)
-        for cluster in _negotiated_clusters(worker):
-            for resource in worker.synced:
-                await self.negotiate(cluster, resource)
+        with fencing.fenced(state.holding or _unfenced):
+            worker = state.worker
+            try:
+                await api_imports.refresh(
+                    worker.client,
+                    worker.synced.values(),
+                    state.imports,
+                    timeout=worker.settings.probe_timeout,
+                )
+            except (downstream.Unreachable, downstream.DownstreamError) as exc:
+                logger.debug("importing the schemas of %s: %s", worker.name, exc)
+            if self._targets.get(key) is not state:
+                return  # stopped or withdrawn meanwhile
+            await self._store(state)
+            for cluster in _negotiated_clusters(worker):
+                for resource in worker.synced:
+                    await self.negotiate(cluster, resource)
 
-    def workers_for(self, cluster: str) -> list[TargetWorker]:
-        return self._ctx.workers_for(cluster)
+    async def _store(self, state: _Target) -> None:
+        """The target's imports as APIResourceImports (written only when they changed)."""
+        worker = state.worker
+        key = (worker.ref.cluster, worker.name)
+        for resource in self.imports.index.of_target(key):
+            if resource not in worker.synced:
+                await self.imports.delete(key[0], key[1], resource)
+        if state.discovered is None:
+            return
+        clusters = _negotiated_clusters(worker)
+        for resource, synced in worker.synced.items():
+            schema = state.imports.schemas.get(resource)
+            if schema is None:
+                continue  # not imported yet
+            spec = stored_imports.spec_of(
+                target=worker.name,
+                uid=worker.ref.uid,
+                clusters=clusters,
+                group=synced.rt.group,
+                version=synced.rt.version,
+                kind=synced.rt.kind,
+                plural=synced.rt.plural,
+                policy=policy_for(state.policies, resource),
+                served=bool(state.discovered.get(resource)),
+                schema=schema,
+            )
+            await self.imports.put(key[0], key[1], resource, spec)
 
     def forget(self, cluster: str, name: str) -> None:
+        """This replica no longer runs the target (its stored imports stay)."""
         self._targets.pop((cluster, name), None)
+
+    async def withdraw(self, cluster: str, name: str) -> None:
+        """The target goes: its imports are deleted and the kinds negotiated without it."""
+        self._targets.pop((cluster, name), None)
+        gone = self.imports.index.of_target((cluster, name))
+        for resource in gone:
+            await self.imports.delete(cluster, name, resource)
+        for resource, imported in sorted(gone.items()):
+            for negotiated in imported.clusters:
+                await self.negotiate(negotiated, resource)
 
     # -- negotiating ----------------------------------------------------------------------------
 
     async def negotiate(self, cluster: str, resource: str) -> None:
         """Negotiate `resource` in `cluster` again if anything it depends on changed."""
-        workers = [w for w in self._ctx.workers_for(cluster) if resource in w.synced]
-        if not workers:
+        imports = sorted(self.imports.index.of_kind(cluster, resource), key=lambda i: i.target)
+        if not imports:
             return
-        synced = workers[0].synced[resource]
-        types = self._ctx.registry.catalog_for(cluster)
-        rt = types.by_resource(synced.rt.group, synced.rt.version, synced.rt.plural)
-        if rt is None:
+        found = self._own_kind(cluster, imports[0])
+        if found is None:
             return  # not served here (a custom resource of another logical cluster)
-        document = openapi.openapi_v3_document(
-            types, f"{rt.group}/{rt.version}" if rt.group else rt.version
-        )
-        if document is None:
-            return
+        rt, document = found
+        local = [(i, self._targets.get(i.target_key)) for i in imports]
         deps = (
             document.hash,
-            tuple(
-                (w.name, w.ref.uid, *self._deps_of(w, resource))
-                for w in sorted(workers, key=lambda w: w.name)
-            ),
+            tuple(i.inputs for i in imports),
+            # A restarted worker of ours is pinned (or not) afresh.
+            tuple(id(state.worker) for _, state in local if state is not None),
         )
         now = time.monotonic()
         if self._inputs.get((cluster, resource)) == deps:
@@ -193,7 +242,7 @@ class Negotiation:
             if due is None or now < due:
                 return
         own = self._own_schema(document, rt)
-        outcomes = {w.name: self._outcome(w, resource, own) for w in workers}
+        outcomes = {i.target: _outcome(i, own) for i in imports}
         negotiated, _ = si.negotiate(
             own,
             {
@@ -202,31 +251,29 @@ class Negotiation:
                 if o.state in (COMPATIBLE, NARROWER) and o.schema is not None
             },
         )
-        self.enforced[(cluster, resource)] = tuple(
-            (name, o.schema)
-            for name, o in sorted(outcomes.items())
-            if o.policy == "lcd" and o.state == NARROWER and o.schema is not None
-        )
-        for w in workers:
-            await self._apply_pinning(w, resource, outcomes[w.name])
+        for imported, state in local:
+            if state is not None:
+                await self._apply_pinning(state, resource, outcomes[imported.target])
         nonconforming = await self._nonconforming(cluster, rt, outcomes)
         await self._write(cluster, resource, rt, own, negotiated, outcomes, nonconforming)
         self._inputs[(cluster, resource)] = deps
         if any(o.state == NARROWER for o in outcomes.values()):
-            self._narrowed[(cluster, resource)] = now + workers[0].settings.patrol_interval
+            self._narrowed[(cluster, resource)] = now + self._ctx.settings.patrol_interval
         else:
             self._narrowed.pop((cluster, resource), None)
 
-    def _deps_of(self, w: TargetWorker, resource: str) -> tuple[Any, ...]:
-        state = self._targets.get((w.ref.cluster, w.name))
-        if state is None:
-            return ()
-        return (
-            id(state.worker),
-            state.imports.generation,
-            policy_for(state.policies, resource),
-            None if state.discovered is None else state.discovered.get(resource),
+    def _own_kind(
+        self, cluster: str, imported: stored_imports.Import
+    ) -> tuple[catalog.ResourceType, openapi.OpenAPIDocument] | None:
+        """The kind as the logical cluster serves it, and its group/version's OpenAPI."""
+        types = self._ctx.registry.catalog_for(cluster)
+        rt = types.by_resource(imported.group, imported.version, imported.plural)
+        if rt is None:
+            return None
+        document = openapi.openapi_v3_document(
+            types, f"{rt.group}/{rt.version}" if rt.group else rt.version
         )
+        return None if document is None else (rt, document)
 
     def _own_schema(
         self, document: openapi.OpenAPIDocument, rt: catalog.ResourceType
@@ -240,34 +287,45 @@ class Negotiation:
             self._own[key] = found
         return found
 
-    def _outcome(self, w: TargetWorker, resource: str, own: Mapping[str, Any]) -> _Outcome:
-        state = self._targets.get((w.ref.cluster, w.name))
-        policy = policy_for(state.policies if state else {}, resource)
-        if state is None or state.discovered is None or resource not in state.imports.schemas:
-            return _Outcome(PENDING, policy, message="no schema imported yet")
-        imported = state.imports.schemas[resource]
-        if not state.discovered.get(resource) or not imported:
-            return _Outcome(INCOMPATIBLE, policy, message="the target does not serve the resource")
-        schema, lacks = si.intersect(own, imported)
-        if not lacks:
-            return _Outcome(COMPATIBLE, policy, (), schema)
-        text = "; ".join(d.describe() for d in lacks)
-        if policy == "pinned":
-            return _Outcome(
-                INCOMPATIBLE, policy, tuple(lacks), schema, f"pinned: the target lacks {text}"
-            )
-        return _Outcome(NARROWER, policy, tuple(lacks), schema, f"the target lacks {text}")
+    def enforced(self, cluster: str, resource: str) -> _Enforced:
+        """The lcd targets of `resource` in `cluster` that lack fields, with their schemas (the
+        logical cluster's own ∩ theirs), from the stored imports; cached until those change."""
+        imports = [
+            i
+            for i in self.imports.index.of_kind(cluster, resource)
+            if i.policy == "lcd" and i.served and i.schema
+        ]
+        if not imports:
+            self._enforced.pop((cluster, resource), None)
+            return ()
+        imports.sort(key=lambda i: i.target)
+        found = self._own_kind(cluster, imports[0])
+        if found is None:
+            return ()
+        rt, document = found
+        deps = (document.hash, tuple(i.inputs for i in imports))
+        cached = self._enforced.get((cluster, resource))
+        if cached is not None and cached[0] == deps:
+            return cached[1]
+        own = self._own_schema(document, rt)
+        enforced: list[tuple[str, Mapping[str, Any]]] = []
+        for i in imports:
+            schema, lacks = si.intersect(own, i.schema)
+            if lacks:
+                enforced.append((i.target, schema or {}))
+        self._enforced[(cluster, resource)] = (deps, tuple(enforced))
+        return tuple(enforced)
 
-    async def _apply_pinning(self, w: TargetWorker, resource: str, outcome: _Outcome) -> None:
+    async def _apply_pinning(self, state: _Target, resource: str, outcome: _Outcome) -> None:
         """A pinned target lacking fields receives nothing of the kind (placement skips it)."""
-        state = self._targets.get((w.ref.cluster, w.name))
-        if state is None or state.discovered is None:
+        if state.discovered is None:
             return
         pinned_off = outcome.policy == "pinned" and outcome.state == INCOMPATIBLE and outcome.lacks
         if pinned_off:
             state.problems[resource] = outcome.message
         else:
             state.problems.pop(resource, None)
+        w = state.worker
         accepted = bool(state.discovered.get(resource)) and not pinned_off
         if w.health.compatible.get(resource) != accepted:
             w.health.compatible[resource] = accepted
@@ -401,6 +459,26 @@ class Negotiation:
         await store.guaranteed_update(ctx, "", resource, mutate, WRITE)
 
 
+def _outcome(imported: stored_imports.Import, own: Mapping[str, Any]) -> _Outcome:
+    """How one target's stored import compares with the logical cluster's schema."""
+    policy = imported.policy
+    if not imported.served or not imported.schema:
+        return _Outcome(INCOMPATIBLE, policy, message="the target does not serve the resource")
+    schema, lacks = si.intersect(own, imported.schema)
+    if not lacks:
+        return _Outcome(COMPATIBLE, policy, (), schema)
+    text = "; ".join(d.describe() for d in lacks)
+    if policy == "pinned":
+        return _Outcome(
+            INCOMPATIBLE, policy, tuple(lacks), schema, f"pinned: the target lacks {text}"
+        )
+    return _Outcome(NARROWER, policy, tuple(lacks), schema, f"the target lacks {text}")
+
+
+def _unfenced() -> bool:
+    return True
+
+
 def _negotiated_clusters(worker: TargetWorker) -> list[str]:
     """The logical clusters whose negotiation a target takes part in (and which hold the
     NegotiatedAPIResources): those it names; a target for all clusters negotiates in its own."""
@@ -441,25 +519,25 @@ class LcdAdmission(admission.Admission):
     async def validate_create(
         self, ctx: RequestContext, obj: dict[str, Any], dry_run: bool
     ) -> None:
-        self._check(ctx, obj, None)
+        await self._check(ctx, obj, None)
 
     async def validate_update(
         self, ctx: RequestContext, obj: dict[str, Any], old: Mapping[str, Any], dry_run: bool
     ) -> None:
-        self._check(ctx, obj, old)
+        await self._check(ctx, obj, old)
 
-    def _check(
+    async def _check(
         self, ctx: RequestContext, obj: dict[str, Any], old: Mapping[str, Any] | None
     ) -> None:
-        enforced = self._negotiation.enforced.get((ctx.cluster, self._resource))
-        if not enforced:
+        imports = self._negotiation.imports
+        if imports.started and not imports.index.synced.is_set():
+            # Just started: the stored imports are being read (a bounded wait).
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(imports.index.synced.wait(), _FIRST_LIST_WAIT)
+        if not imports.index.has_kind(ctx.cluster, self._resource):
             return
-        # Only targets still running count: a detached target narrows nothing.
-        running = {w.name for w in self._negotiation.workers_for(ctx.cluster)}
         found: dict[str, tuple[si.Violation, list[str]]] = {}
-        for target, schema in enforced:
-            if target not in running:
-                continue
+        for target, schema in self._negotiation.enforced(ctx.cluster, self._resource):
             for v in si.new_violations(obj, old, schema):
                 found.setdefault(v.field, (v, []))[1].append(target)
         if not found:

@@ -342,6 +342,7 @@ class Syncer:
         key = (obj.cluster, obj.metadata.get("name", ""))
         running = self._running.get(key)
         if kind == watching.DELETED:
+            await self.negotiation.withdraw(*key)
             if running is not None:
                 detached = running.detaching is not None
                 await self._stop(key, close=detached)
@@ -369,6 +370,8 @@ class Syncer:
                 )
             elif running is None and CLEANUP_FINALIZER in (meta.get("finalizers") or ()):
                 await detach.remove_cleanup_finalizer(self, obj)
+            # A target being detached narrows nothing any more (its probes no longer import).
+            await self.negotiation.withdraw(*key)
             return
         if CLEANUP_FINALIZER not in (meta.get("finalizers") or ()):
             await self._add_cleanup_finalizer(obj)
