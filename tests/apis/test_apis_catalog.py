@@ -140,7 +140,13 @@ def test_groups_in_upstream_order(builtin: Catalog) -> None:
     assert names.index("apps") < names.index("events.k8s.io") < names.index("batch")
     assert names.index("rbac.authorization.k8s.io") < names.index("apiextensions.k8s.io")
     assert names.index("apiextensions.k8s.io") < names.index("coordination.k8s.io")
-    kcp_groups = {"apis.kcp.io", "core.kcp.io", "tenancy.kcp.io", "workload.kcp.io"}
+    kcp_groups = {
+        "apis.kcp.io",
+        "core.kcp.io",
+        "tenancy.kcp.io",
+        "workload.kcp.io",
+        "apiresource.minikcp.io",
+    }
     versions = {g: vs for g, vs in builtin.groups() if g not in kcp_groups}
     assert versions.pop("autoscaling")[0] == "v2"
     assert all(vs == ["v1"] for vs in versions.values())
