@@ -19,6 +19,7 @@ import asyncio
 import contextlib
 import logging
 import random
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -55,6 +56,7 @@ class Informer:
         # Objects that are not ours, in the namespaces others_in accepts: key -> uid.
         self.others: dict[Key, str] = {}
         self.synced = asyncio.Event()
+        self.synced_at = 0.0  # monotonic time of the first successful list
         self.healthy = False  # the watch is open (or the last list succeeded)
         self._wake = asyncio.Event()
 
@@ -146,6 +148,8 @@ class Informer:
             if key not in fresh:
                 self.handler("DELETED", None, obj)
         self.healthy = True
+        if not self.synced.is_set():
+            self.synced_at = time.monotonic()
         self.synced.set()
         return str(body.get("metadata", {}).get("resourceVersion", ""))
 

@@ -33,6 +33,9 @@ from minikcp.syncer.target import ItemKey, TargetWorker
 logger = logging.getLogger(__name__)
 
 WRITE = WriteOptions(field_manager=translate.FIELD_MANAGER)
+# Seconds after its first list in which a worker confirms with a GET that an object missing
+# from its cache is missing downstream too; later the cache answers alone.
+_SETTLING = 10.0
 
 
 class Context(Protocol):
@@ -122,10 +125,11 @@ async def reconcile(ctx: Context, w: TargetWorker, key: ItemKey) -> float | None
         if not cache.synced.is_set():
             # It answers for every object of the kind only once it has listed them (start-up).
             raise downstream.Unreachable(f"{resource} of {w.name} not listed yet")
-        if cache.other(dns, name) is None:
-            # Not in the cache: ask the target before writing. A worker that just took the
-            # target over can miss objects its previous owner wrote (its list raced their
-            # writes), and an apply over them would be a second write of the same change.
+        if cache.other(dns, name) is None and time.monotonic() - cache.synced_at < _SETTLING:
+            # Not in the cache of a worker that just started: ask the target before writing.
+            # Right after a takeover the cache has been seen to lack objects the previous owner
+            # wrote (a killed owner's last writes can land after the list), and an apply over
+            # them would be a second write of the same change.
             try:
                 live = await w.client.request("GET", path)
             except downstream.DownstreamError as exc:
