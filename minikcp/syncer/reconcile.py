@@ -47,6 +47,8 @@ class Context(Protocol):
 
     def takes(self, cluster: str, target: str, resource: str) -> bool: ...
 
+    def status_soon(self, key: ItemKey) -> None: ...
+
 
 async def placed_targets(ctx: Context, cluster: str, namespace: str) -> list[str]:
     rctx = RequestContext(cluster=cluster)
@@ -106,11 +108,11 @@ async def reconcile(ctx: Context, w: TargetWorker, key: ItemKey) -> float | None
     if not wanted:
         result = await _withdraw(ctx, w, key, synced, obj, live, dns)
         if not w.deleting:
-            await status_up(ctx, synced, key)
+            ctx.status_soon(key)
         return result
     obj = await _prepare_upstream(ctx, w, synced, rctx, obj, placed)
     if not w.health.ready:
-        await status_up(ctx, synced, key)  # it shows the target as unreachable
+        ctx.status_soon(key)  # it shows the target as unreachable
     w.require_ready()
     await _ensure_namespace(w, cluster, namespace, dns)
     split = None
@@ -141,7 +143,7 @@ async def reconcile(ctx: Context, w: TargetWorker, key: ItemKey) -> float | None
         ):
             # Never overwrite what minikcp did not create; look again now and then.
             w.errors[key] = f"{synced.rt.kind} {dns}/{name} exists downstream and is not ours"
-            await status_up(ctx, synced, key)
+            ctx.status_soon(key)
             return 30.0
     if live is not None and translate.needs_apply(desired, live):
         args = (ctx.registry, w.client, path, cluster, namespace, live)
@@ -166,7 +168,7 @@ async def reconcile(ctx: Context, w: TargetWorker, key: ItemKey) -> float | None
         if written.get("metadata"):
             cache.remember(written)
     w.errors.pop(key, None)
-    await status_up(ctx, synced, key)
+    ctx.status_soon(key)
     return None
 
 

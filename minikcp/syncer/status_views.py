@@ -106,7 +106,8 @@ def clear(annotations: dict[str, str]) -> bool:
 
 
 def content_mark(obj: Mapping[str, Any]) -> int:
-    """The object's content without the published views and what every write changes."""
+    """What the object's downstream copies are made of: all but its status, the published views
+    and what every write changes."""
     meta = obj.get("metadata") or {}
     rest = {
         k: v
@@ -116,6 +117,11 @@ def content_mark(obj: Mapping[str, Any]) -> int:
     rest["annotations"] = {
         k: v for k, v in (meta.get("annotations") or {}).items() if not k.startswith(PREFIX)
     }
-    body = {k: v for k, v in obj.items() if k != "metadata"}
+    body = {k: v for k, v in obj.items() if k not in ("metadata", "status")}
     body["metadata"] = rest
     return hash(orjson.dumps(body, option=orjson.OPT_SORT_KEYS))
+
+
+def status_mark(obj: Mapping[str, Any]) -> int:
+    """The object's status (what a summary writes)."""
+    return hash(orjson.dumps(obj.get("status"), option=orjson.OPT_SORT_KEYS))

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import enum
 import logging
 import time
 from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
@@ -32,6 +33,7 @@ from minikcp.syncer import (
     reconcile,
     resources,
     shards,
+    status_summaries,
     status_views,
     stored_targets,
     translate,
@@ -50,6 +52,12 @@ def _unfenced() -> bool:
 
 
 CLEANUP_FINALIZER = translate.CLEANUP_FINALIZER
+
+
+class _Change(enum.Enum):
+    CONTENT = "content"
+    STATUS = "status"
+    NONE = "none"
 
 
 @dataclass
@@ -81,10 +89,13 @@ class Syncer:
         self.shards: shards.TargetShards | None = None
         # Among replicas: every SyncTarget as stored, to place objects on those run elsewhere.
         self.stored = stored_targets.StoredTargets()
-        # Of objects with published status views: their content without those, to tell a
-        # change of views alone (other replicas' status) from one that needs syncing.
-        self._content: dict[ItemKey, int] = {}
+        # Of upstream objects in logical clusters served here: their content (without status and
+        # published views) and their status, to tell a change that needs syncing from one the
+        # status summary alone looks at.
+        self._marks: dict[ItemKey, tuple[int, int]] = {}
         self.settings = settings or Settings()
+        # Upstream status, summarised once per object for every target run here.
+        self.summaries = status_summaries.StatusSummaries(max_delay=self.settings.max_backoff)
         self.extra_resources = extra_resources
         self._running: dict[tuple[str, str], _Running] = {}
         self._tasks: asyncio.TaskGroup | None = None
@@ -123,6 +134,16 @@ class Syncer:
                 if stored.candidate.name not in local:
                     out.append(stored.candidate)
         return out
+
+    def status_soon(self, key: ItemKey) -> None:
+        self.summaries.soon(key)
+
+    async def _summarise(self, key: ItemKey) -> None:
+        for w in self.workers_for(key[1]):
+            synced = w.synced.get(key[0])
+            if synced is not None:
+                await reconcile.status_up(self, synced, key)
+                return
 
     def takes(self, cluster: str, target: str, resource: str) -> bool:
         """Whether the target syncs `resource` and found it compatible (live worker, or as its
@@ -165,6 +186,10 @@ class Syncer:
                     self._watch_forever(target_rt, self._on_sync_target), name="syncer-targets"
                 )
                 tasks.create_task(self.negotiation.run(), name="syncer-api-negotiation")
+                for i in range(self.settings.workers):
+                    tasks.create_task(
+                        self.summaries.work(self._summarise), name=f"syncer-status-{i}"
+                    )
                 ns_rt = self.registry.namespaces.rt
                 tasks.create_task(
                     self._watch_forever(ns_rt, self._on_namespace), name="syncer-namespaces"
@@ -173,6 +198,7 @@ class Syncer:
                     self._watch(s)
         finally:
             self._tasks = None
+            self.summaries.queue.close()
             for running in list(self._running.values()):
                 running.task.cancel()
 
@@ -227,31 +253,40 @@ class Syncer:
             meta = obj.metadata
             namespace = meta.get("namespace", "")
             key: ItemKey = (s.name, obj.cluster, namespace, meta.get("name", ""))
-            workers = self.workers_for(obj.cluster)
             target = self._secret_refs.get((obj.cluster, namespace, meta.get("name", "")))
             if target is not None and kind != watching.DELETED:
                 await self._kubeconfig_changed(target)
-            if self.shards is not None and not self._changed_beyond_views(kind, key, obj):
-                return  # only a target's published view changed: nothing to sync
-            for w in workers:
-                w.enqueue(key)
+            workers = self.workers_for(obj.cluster)
+            if not workers:
+                self._marks.pop(key, None)
+                return
+            change = self._change_of(kind, key, obj)
+            if change is _Change.STATUS:
+                # Only its status changed (a summary written here or by another replica): nothing
+                # goes downstream; the summary looks once whether it still holds.
+                self.status_soon(key)
+            elif change is _Change.CONTENT:
+                for w in workers:
+                    w.enqueue(key)
 
         return handle
 
-    def _changed_beyond_views(self, kind: str, key: ItemKey, obj: StoredObject) -> bool:
-        """Whether the object changed in more than the targets' published status views."""
+    def _change_of(self, kind: str, key: ItemKey, obj: StoredObject) -> _Change:
+        """What changed since the last event of the object: what its downstream copies are made
+        of, only its status, or nothing else than the published views (other replicas' report:
+        the replica that published writes the sum)."""
         if kind == watching.DELETED:
-            self._content.pop(key, None)
-            return True
-        annotations = obj.metadata.get("annotations") or {}
-        if not any(k.startswith(translate.STATUS_VIEW_PREFIX) for k in annotations):
-            self._content.pop(key, None)
-            return True
-        mark = status_views.content_mark(obj.view())
-        if self._content.get(key) == mark:
-            return False
-        self._content[key] = mark
-        return True
+            self._marks.pop(key, None)
+            return _Change.CONTENT
+        view = obj.view()
+        mark = (status_views.content_mark(view), status_views.status_mark(view))
+        before = self._marks.get(key)
+        self._marks[key] = mark
+        if before is None or before[0] != mark[0]:
+            return _Change.CONTENT
+        if before[1] != mark[1]:
+            return _Change.STATUS
+        return _Change.NONE
 
     async def _kubeconfig_changed(self, target: tuple[str, str]) -> None:
         rt = self.registry.catalog.by_resource(*SYNC_TARGET)
@@ -425,7 +460,7 @@ class Syncer:
             reconcile=lambda w, k: reconcile.reconcile(self, w, k),
             on_health=self._on_health,
             collect=lambda w: reconcile.collect_namespaces(self, w),
-            status_up=lambda s, k: reconcile.status_up(self, s, k),
+            status_soon=self.status_soon,
             upsync=self._upsync,
             upsynced=lambda w, c, n: upsync.orphans(self.registry, w.ref, c, n),
         )
@@ -457,7 +492,6 @@ class Syncer:
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
         running.worker.queue.close()
-        running.worker.status_queue.close()
         running.worker.upsync_queue.close()
         if close:
             await running.worker.client.close()

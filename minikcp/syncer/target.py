@@ -70,7 +70,7 @@ class TargetWorker:
         reconcile: Callable[[TargetWorker, ItemKey], Any],
         on_health: Callable[[TargetWorker], Any],
         collect: Callable[[TargetWorker], Any],
-        status_up: Callable[[resources.Synced, ItemKey], Any],
+        status_soon: Callable[[ItemKey], None],
         upsync: Callable[[TargetWorker, ItemKey], Any] | None = None,
         upsynced: Callable[[TargetWorker, str, str], Any] | None = None,
     ) -> None:
@@ -91,12 +91,9 @@ class TargetWorker:
         self._reconcile = reconcile
         self._on_health = on_health
         self._collect = collect
-        self._status_up = status_up
+        self._status_soon = status_soon
         self._upsync = upsync
         self._upsynced = upsynced
-        self.status_queue: WorkQueue[ItemKey] = WorkQueue(
-            _cluster_of, max_delay=settings.max_backoff, name="syncer-status"
-        )
         selector = f"{translate.TARGET_LABEL}={ref.key}"
         # Unfiltered, so that a new object needs no GET to learn whether someone else's object
         # holds its name in our namespace (reconcile never overwrites those): the informers
@@ -158,9 +155,10 @@ class TargetWorker:
             if key is None:
                 return
             if reports_status:
-                # Status goes up on its own queue: it writes upstream only, so it does not
-                # wait behind downstream writes held by the rate limit.
-                self.status_queue.add(key)
+                # Status goes up on its own queue (one summary per object for all targets
+                # here): it writes upstream only, so it does not wait behind downstream writes
+                # held by the rate limit.
+                self._status_soon(key)
             # Status-only churn downstream needs no spec write.
             if (
                 kind == "MODIFIED"
@@ -225,7 +223,6 @@ class TargetWorker:
             for i in range(self.settings.workers):
                 task(f"worker {i}", self._work)
             task("patrol", self._patrol)
-            task("status", self._status_work)
             if self._upsync is not None:
                 task("pod informer", self.pods.run)
                 task("upsync", self._upsync_work)
@@ -258,26 +255,6 @@ class TargetWorker:
                     self.queue.add_after(key, float(requeue))
             finally:
                 self.queue.done(key)
-
-    async def _status_work(self) -> None:
-        while True:
-            try:
-                key = await self.status_queue.get()
-            except ShutDown:
-                return
-            try:
-                await self._status_up(self.synced[key[0]], key)
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                delay = self.status_queue.add_rate_limited(key)
-                logger.warning(
-                    "status of %s from %s: %r (retry in %.1fs)", key, self.name, exc, delay
-                )
-            else:
-                self.status_queue.forget(key)
-            finally:
-                self.status_queue.done(key)
 
     async def _upsync_work(self) -> None:
         while True:

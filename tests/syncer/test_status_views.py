@@ -85,7 +85,7 @@ def test_a_view_under_another_targets_key_is_ignored() -> None:
     assert status_views.published(annotations, ["east"]) == []
 
 
-def test_content_mark_ignores_views_and_write_bookkeeping() -> None:
+def test_content_mark_ignores_status_views_and_write_bookkeeping() -> None:
     base: dict[str, Any] = {
         "metadata": {"name": "web", "resourceVersion": "1", "annotations": {"a": "1"}},
         "spec": {"replicas": 2},
@@ -103,7 +103,11 @@ def test_content_mark_ignores_views_and_write_bookkeeping() -> None:
     mark = status_views.content_mark(base)
     assert status_views.content_mark(viewed) == mark
     assert status_views.content_mark({**base, "spec": {"replicas": 3}}) != mark
-    assert status_views.content_mark({**base, "status": {"replicas": 2}}) != mark
+    assert status_views.content_mark({**base, "status": {"replicas": 2}}) == mark
+    status = status_views.status_mark(base)
+    assert status_views.status_mark(viewed) == status
+    assert status_views.status_mark({**base, "spec": {"replicas": 3}}) == status
+    assert status_views.status_mark({**base, "status": {"replicas": 2}}) != status
 
 
 def _target(status: dict[str, Any], **meta: Any) -> dict[str, Any]:
