@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from minikcp.controllers import leases
+from minikcp.syncer import shards
 from tests import server_process
 from tests.e2e import replica_env
 from tests.e2e import syncer_env as env
@@ -23,7 +24,7 @@ from tests.storage import etcd_server
 pytestmark = pytest.mark.e2e
 
 CLUSTER = "gadgets"
-# The narrow target also serves a second logical cluster: another shard, so another lease.
+# Each target has a Lease of its own; the narrow one also serves a second logical cluster.
 SHARDS = {"wide": (CLUSTER,), "narrow": (CLUSTER, "gadgets-b")}
 
 
@@ -37,11 +38,11 @@ def etcd(tmp_path: Path) -> Iterator[str]:
 
 
 def owners(replica: ServerProcess) -> dict[str, str]:
-    """The replica holding each target's shard lease ("" when free)."""
+    """The replica holding each target's Lease ("" when free)."""
     found = replica_env.leases_of(replica)
     out = {}
-    for target, shard in SHARDS.items():
-        lease = found.get(leases.object_name("synctargets-" + "+".join(shard)))
+    for target in SHARDS:
+        lease = found.get(leases.object_name(shards.lease_name((CLUSTER, target))))
         out[target] = "" if lease is None else str(lease["spec"].get("holderIdentity") or "")
     return out
 
