@@ -113,3 +113,5 @@ async def test_ours_are_cached_others_in_our_namespaces_are_noted(
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
         await client.close()
+        # aiohttp closes TLS transports in the background; let that finish inside the test.
+        await asyncio.sleep(0.25)
