@@ -97,7 +97,7 @@ def _aggregation(w: Wiring) -> Coroutine[Any, Any, None]:
 def _quotas(w: Wiring) -> Coroutine[Any, Any, None]:
     from minikcp.controllers import resource_quotas
 
-    return resource_quotas.ResourceQuotaController(w.registry).run()
+    return resource_quotas.ResourceQuotaController(w.registry, shared=w.replica is not None).run()
 
 
 def _api_exports(w: Wiring) -> Coroutine[Any, Any, None]:

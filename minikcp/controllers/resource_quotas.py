@@ -88,9 +88,17 @@ def usage_of(
     return used
 
 
+# Seconds a recount waits, with several replicas, for creates other replicas charged to be stored.
+_OTHER_REPLICAS_SETTLE = 2.0
+
+
 class ResourceQuotaController:
-    def __init__(self, reg: registry_module.Registry, *, workers: int = _WORKERS) -> None:
+    def __init__(
+        self, reg: registry_module.Registry, *, workers: int = _WORKERS, shared: bool = False
+    ) -> None:
         self._registry = reg
+        # Other processes write to the same store: their charged creates are not ours to wait for.
+        self._shared = shared
         self._index = reg.quota.quotas
         self._rt = self._index.rt
         self._workers = workers
@@ -198,6 +206,11 @@ class ResourceQuotaController:
         # Creates charged to these quotas before this read are stored before we count (in this
         # process; a create charged later changes a quota and the write below fails with 409).
         await self._registry.quota.settled(cluster, namespace)
+        if self._shared:
+            # A create another replica charged before the read above may not be stored yet;
+            # counting now would lower `used` below its charge (the write below only fails for
+            # charges after the read). Such a write is stored well within this wait.
+            await asyncio.sleep(_OTHER_REPLICAS_SETTLE)
         resources: set[Resource] = set()
         for entry in entries:
             resources |= measured_resources(entry.obj)
