@@ -5,12 +5,17 @@ from __future__ import annotations
 import json
 import re
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from minikcp.controllers import leases
+from minikcp.syncer import shards
 from tests import server_process
 from tests.server_process import ServerProcess
+from tests.storage import etcd_server
 
 # Short leases so failover tests take seconds: duration 3 s, renew deadline 2 s, retry 0.5 s.
 LEASE_DURATION = 3.0
@@ -22,6 +27,16 @@ LEASE_ARGS = (
     "--leader-elect-retry-period",
     "0.5",
 )
+
+
+@pytest.fixture(name="etcd")
+def etcd_fixture(tmp_path: Path) -> Iterator[str]:
+    """A real etcd of the test's own (import it into a suite to use it)."""
+    if etcd_server.ETCD is None:
+        pytest.skip("the etcd binary is not installed")
+    (tmp_path / "etcd").mkdir()
+    with etcd_server.running_etcd(tmp_path / "etcd") as address:
+        yield address
 
 
 def start_replica(
@@ -47,6 +62,17 @@ def leases_of(server: ServerProcess) -> dict[str, dict[str, Any]]:
         "get", "leases", "-n", leases.NAMESPACE, "-o", "json", cluster=leases.CLUSTER
     ).stdout
     return {item["metadata"]["name"]: item for item in json.loads(out)["items"]}
+
+
+def target_holders(server: ServerProcess, targets: dict[str, tuple[str, str]]) -> dict[str, str]:
+    """The holder of each SyncTarget's Lease ("" when free), by the label given to each
+    (logical cluster, target name)."""
+    found = leases_of(server)
+    out = {}
+    for label, target in targets.items():
+        lease = found.get(leases.object_name(shards.lease_name(target)))
+        out[label] = "" if lease is None else str(lease["spec"].get("holderIdentity") or "")
+    return out
 
 
 def holder(server: ServerProcess, name: str = leases.CONTROLLERS_LEASE) -> str:

@@ -5,21 +5,20 @@ NegotiatedAPIResource."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from minikcp.controllers import leases
-from minikcp.syncer import shards
 from tests import server_process
 from tests.e2e import replica_env
 from tests.e2e import syncer_env as env
-from tests.e2e.replica_env import start_replica
+from tests.e2e.replica_env import (
+    etcd_fixture,  # noqa: F401  (the `etcd` fixture)
+    start_replica,
+)
 from tests.e2e.test_api_negotiation import COLORS, RESOURCE, establish, gizmo, gizmo_crd
 from tests.server_process import ServerProcess
-from tests.storage import etcd_server
 
 pytestmark = pytest.mark.e2e
 
@@ -28,23 +27,9 @@ CLUSTER = "gadgets"
 SHARDS = {"wide": (CLUSTER,), "narrow": (CLUSTER, "gadgets-b")}
 
 
-@pytest.fixture
-def etcd(tmp_path: Path) -> Iterator[str]:
-    if etcd_server.ETCD is None:
-        pytest.skip("the etcd binary is not installed")
-    (tmp_path / "etcd").mkdir()
-    with etcd_server.running_etcd(tmp_path / "etcd") as address:
-        yield address
-
-
 def owners(replica: ServerProcess) -> dict[str, str]:
     """The replica holding each target's Lease ("" when free)."""
-    found = replica_env.leases_of(replica)
-    out = {}
-    for target in SHARDS:
-        lease = found.get(leases.object_name(shards.lease_name((CLUSTER, target))))
-        out[target] = "" if lease is None else str(lease["spec"].get("holderIdentity") or "")
-    return out
+    return replica_env.target_holders(replica, {t: (CLUSTER, t) for t in SHARDS})
 
 
 def negotiated(replica: ServerProcess) -> dict[str, Any] | None:

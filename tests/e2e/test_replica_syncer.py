@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import signal
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,32 +14,21 @@ from minikcp.syncer import shards
 from tests import server_process
 from tests.e2e import replica_env
 from tests.e2e import syncer_env as env
-from tests.e2e.replica_env import LEASE_DURATION, start_replica
+from tests.e2e.replica_env import (
+    LEASE_DURATION,
+    etcd_fixture,  # noqa: F401  (the `etcd` fixture)
+    start_replica,
+)
 from tests.server_process import ServerProcess
-from tests.storage import etcd_server
 
 pytestmark = pytest.mark.e2e
 
 CLUSTERS = ("east-shop", "west-shop")
 
 
-@pytest.fixture
-def etcd(tmp_path: Path) -> Iterator[str]:
-    if etcd_server.ETCD is None:
-        pytest.skip("the etcd binary is not installed")
-    (tmp_path / "etcd").mkdir()
-    with etcd_server.running_etcd(tmp_path / "etcd") as address:
-        yield address
-
-
 def shard_holders(replica: ServerProcess) -> dict[str, str]:
     """The holder of the lease of each logical cluster's SyncTarget ("" when free)."""
-    found = replica_env.leases_of(replica)
-    out = {}
-    for cluster in CLUSTERS:
-        lease = found.get(leases.object_name(shards.lease_name((cluster, "target"))))
-        out[cluster] = "" if lease is None else str(lease["spec"].get("holderIdentity") or "")
-    return out
+    return replica_env.target_holders(replica, {c: (c, "target") for c in CLUSTERS})
 
 
 def test_targets_spread_over_replicas_and_move_when_their_owner_dies(

@@ -9,19 +9,20 @@ import collections
 import json
 import signal
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from minikcp.controllers import leases
-from minikcp.syncer import shards, status_views
+from minikcp.syncer import status_views
 from tests import server_process
 from tests.e2e import replica_env
 from tests.e2e import syncer_env as env
-from tests.e2e.replica_env import LEASE_DURATION, start_replica
+from tests.e2e.replica_env import (
+    LEASE_DURATION,
+    etcd_fixture,  # noqa: F401  (the `etcd` fixture)
+    start_replica,
+)
 from tests.server_process import ServerProcess
-from tests.storage import etcd_server
 
 pytestmark = pytest.mark.e2e
 
@@ -29,23 +30,9 @@ CLUSTER = "shop"
 TARGETS = ("t1", "t2", "t3", "t4")
 
 
-@pytest.fixture
-def etcd(tmp_path: Path) -> Iterator[str]:
-    if etcd_server.ETCD is None:
-        pytest.skip("the etcd binary is not installed")
-    (tmp_path / "etcd").mkdir()
-    with etcd_server.running_etcd(tmp_path / "etcd") as address:
-        yield address
-
-
 def owners(replica: ServerProcess) -> dict[str, str]:
     """The holder of each target's Lease ("" when free), read with kubectl."""
-    found = replica_env.leases_of(replica)
-    out = {}
-    for target in TARGETS:
-        lease = found.get(leases.object_name(shards.lease_name((CLUSTER, target))))
-        out[target] = "" if lease is None else str(lease["spec"].get("holderIdentity") or "")
-    return out
+    return replica_env.target_holders(replica, {t: (CLUSTER, t) for t in TARGETS})
 
 
 APPS = 12  # Deployments created just before a replica is killed
