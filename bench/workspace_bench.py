@@ -7,7 +7,7 @@ workspace (plus the server-side GET latency in both). The tree is `root:bench` w
 teams each (10,000 workspaces below `root:bench`). The clients (32 aiohttp connections) share the
 machine's cores with the server.
 Run: python bench/workspace_bench.py [--orgs 100] [--teams 99 | --count 100000] [--clients 32]
-     [--no-delete]
+     [--no-delete] [--profile server.prof]
 """
 
 from __future__ import annotations
@@ -225,13 +225,17 @@ def main() -> None:
     parser.add_argument(
         "--no-delete", action="store_true", help="skip deleting the tree (long at 100,000)"
     )
+    parser.add_argument(
+        "--profile", type=Path, help="run the started minikcp under cProfile, written here"
+    )
     args = parser.parse_args()
     orgs, teams = args.orgs, args.teams
     if args.count:
         orgs = max(1, args.count // 100)
         teams = max(0, args.count // orgs - 1)
     workdir = Path(tempfile.mkdtemp(prefix="ws-bench-"))
-    server = server_process.start_server(workdir)
+    profile = ("-m", "cProfile", "-o", str(args.profile.resolve())) if args.profile else ()
+    server = server_process.start_server(workdir, python_args=profile)
     try:
         asyncio.run(bench(server, orgs, teams, args.clients, delete=not args.no_delete))
     finally:

@@ -1,6 +1,8 @@
 """How many Workspaces and LogicalClusters are in each phase, for the `minikcp_workspaces` and
 `minikcp_logical_clusters` gauges: read once at start, then kept from the watch, so a scrape only
-copies a few numbers and an idle logical cluster costs nothing."""
+copies a few numbers and an idle logical cluster costs nothing. Only the counts are kept: each
+change names the object's state before (`prev_value`) and after, which is all a count needs, so
+memory does not grow with the number of workspaces."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ from typing import Any
 import orjson
 
 from minikcp.apis import catalog
-from minikcp.registry import keys, registry
+from minikcp.registry import registry
 from minikcp.tenancy import resolver
 
 _NO_PHASE = ""  # created, status not yet written
@@ -22,28 +24,29 @@ class PhaseCounts:
 
     def __init__(self, rt: catalog.ResourceType) -> None:
         self.rt = rt
-        self._phases: dict[tuple[str, str], str] = {}
         self._counts: collections.Counter[str] = collections.Counter()
 
     def counts(self) -> dict[str, float]:
         return {phase or "Unknown": float(n) for phase, n in self._counts.items() if n}
 
-    def _set(self, key: keys.ObjectKey, value: bytes | None) -> None:
-        ident = (key.cluster, key.name)
-        old = self._phases.pop(ident, None)
+    def apply(self, prev_value: bytes | None, value: bytes | None) -> None:
+        """One change: the object was `prev_value` (None: created) and is `value` (None: gone)."""
+        if prev_value is not None and value is not None and prev_value == value:
+            return
+        old = _phase(prev_value) if prev_value is not None else None
+        new = _phase(value) if value is not None else None
+        if old == new:
+            return
         if old is not None:
             self._counts[old] -= 1
-        if value is not None:
-            phase = _phase(value)
-            self._phases[ident] = phase
-            self._counts[phase] += 1
+        if new is not None:
+            self._counts[new] += 1
 
     async def _reload(self, reg: registry.Registry) -> int:
         stored, revision = await reg.scan(self.rt, None)
-        self._phases.clear()
         self._counts.clear()
-        for key, value in stored:
-            self._set(key, value)
+        for _, value in stored:
+            self._counts[_phase(value)] += 1
         return revision
 
     async def run(self, reg: registry.Registry) -> None:
@@ -52,7 +55,7 @@ class PhaseCounts:
             if change is registry.RESYNC:
                 await self._reload(reg)
             else:
-                self._set(change.key, change.value)
+                self.apply(change.prev_value, change.value)
 
 
 def workspaces_and_logical_clusters(reg: registry.Registry) -> tuple[PhaseCounts, PhaseCounts]:

@@ -67,8 +67,8 @@ class WorkspaceAdmission(admission.Admission):
         name = meta.get("name", "")
         parent = await self._logical_clusters.find(ctx, "", LOGICAL_CLUSTER_NAME)
         if parent is not None:
-            parent_meta = parent.metadata
-            if parent_meta.get("deletionTimestamp") or _status_phase(parent.view()) in _TERMINAL:
+            stored = parent.stored_view()
+            if stored["metadata"].get("deletionTimestamp") or _status_phase(stored) in _TERMINAL:
                 raise errors.forbidden(
                     "workspaces",
                     name,
@@ -222,8 +222,17 @@ class Workspaces:
         # Created in its final state: minikcp's workspace types have no initializers.
         logical_cluster = self._logical_cluster(path, owner)
         logical_cluster["status"] = {"phase": READY, "URL": url}
+        # Built here from checked parts (a Workspace's name and its placement): the defaults and
+        # the create preparation run, the decode checks, admission and validation, which a
+        # client's LogicalCluster would need, do not (and admission refuses every client's).
+        strategy = self.logical_clusters.strategy
+        strategy.apply_defaults(logical_cluster)
+        strategy.prepare_for_create(logical_cluster)
+        strategy.after_write(logical_cluster, None, child)
         try:
-            await self.logical_clusters.create(child_ctx, "", logical_cluster, WriteOptions())
+            await self.logical_clusters.create(
+                child_ctx, "", logical_cluster, WriteOptions(), prepared=True
+            )
         except errors.StatusError as exc:
             if exc.code != 409:
                 raise
