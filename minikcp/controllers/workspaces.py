@@ -18,7 +18,7 @@ import orjson
 from minikcp.machinery import errors
 from minikcp.registry import registry
 from minikcp.runtime.work_queue import WorkQueue, run_worker
-from minikcp.tenancy import workspaces
+from minikcp.tenancy import phases, workspaces
 
 logger = logging.getLogger(__name__)
 
@@ -31,11 +31,12 @@ Key = tuple[str, str]
 
 
 def _needs_work(value: bytes) -> bool:
-    obj: dict[str, Any] = orjson.loads(value)
-    if obj.get("metadata", {}).get("deletionTimestamp"):
-        return True
-    status = obj.get("status")
-    return not isinstance(status, dict) or status.get("phase") != workspaces.READY
+    # Decoded whole only when the bytes name a deletionTimestamp (elsewhere too, e.g. a label).
+    if b'"deletionTimestamp"' in value:
+        obj: dict[str, Any] = orjson.loads(value)
+        if obj.get("metadata", {}).get("deletionTimestamp"):
+            return True
+    return phases.stored_phase(value) != workspaces.READY
 
 
 class WorkspaceController:

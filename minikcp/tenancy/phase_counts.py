@@ -8,13 +8,10 @@ from __future__ import annotations
 
 import asyncio
 import collections
-from typing import Any
-
-import orjson
 
 from minikcp.apis import catalog
 from minikcp.registry import registry
-from minikcp.tenancy import resolver
+from minikcp.tenancy import phases, resolver
 
 _NO_PHASE = ""  # created, status not yet written
 
@@ -72,7 +69,4 @@ async def run_all(reg: registry.Registry, *counters: PhaseCounts) -> None:
 
 
 def _phase(value: bytes) -> str:
-    obj: Any = orjson.loads(value)
-    status = obj.get("status") if isinstance(obj, dict) else None
-    phase = status.get("phase") if isinstance(status, dict) else None
-    return phase if isinstance(phase, str) else _NO_PHASE
+    return phases.stored_phase(value) or _NO_PHASE
