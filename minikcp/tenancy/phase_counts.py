@@ -50,8 +50,9 @@ class PhaseCounts:
         after = await self._reload(reg)
         async for change in reg.changes(self.rt, after=after):
             if change is registry.RESYNC:
-                await self._reload(reg)
-            else:
+                after = await self._reload(reg)
+            elif change.revision > after:
+                # Changes the reload's read already saw are not counted twice.
                 self.apply(change.prev_value, change.value)
 
 

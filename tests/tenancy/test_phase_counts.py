@@ -15,6 +15,7 @@ from minikcp.controllers import workspaces as workspace_controller
 from minikcp.registry import registry
 from minikcp.registry.objects import RequestContext, WriteOptions
 from minikcp.tenancy import phase_counts, resolver, workspaces
+from storage import hub, sqlite
 from tests import in_process
 
 
@@ -109,3 +110,49 @@ async def test_counts_match_the_store_as_workspaces_come_and_go(tmp_path: Path) 
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def test_counts_are_read_again_after_the_watch_fell_behind(tmp_path: Path) -> None:
+    # A hub whose watchers fall behind after 4 queued events: bursts of creates cut the
+    # counters' watches off (RESYNC) while the controller keeps writing Ready statuses.
+    store = await sqlite.SqliteStorage.open(tmp_path / "store.db", compact_interval=None)
+    watch_hub = hub.WatchHub(store, start_revision=await store.current_revision(), queue_size=4)
+    tasks = [asyncio.create_task(watch_hub.run())]
+    try:
+        reg = await registry.Registry.open(store, watch_hub)
+        clusters, lifecycle = workspaces.install(reg, "https://example.test")
+        counted = phase_counts.workspaces_and_logical_clusters(reg)
+        controller = workspace_controller.WorkspaceController(lifecycle)
+        tasks += [
+            asyncio.create_task(clusters.run()),
+            asyncio.create_task(controller.run()),
+            asyncio.create_task(phase_counts.run_all(reg, *counted)),
+        ]
+        ws, lc = counted
+        ctx = RequestContext(cluster="root")
+        for burst in range(4):
+            await asyncio.gather(
+                *(
+                    lifecycle.workspaces.create(
+                        ctx,
+                        "",
+                        {
+                            "apiVersion": "tenancy.kcp.io/v1alpha1",
+                            "kind": "Workspace",
+                            "metadata": {"name": f"b{burst}-{i}"},
+                        },
+                        WriteOptions(),
+                    )
+                    for i in range(25)
+                )
+            )
+        await in_process.until(lambda: ws.counts() == {"Ready": 100.0}, timeout=20)
+        await in_process.until(lambda: lc.counts() == {"Ready": 101.0}, timeout=20)
+        assert ws.counts() == await _phases_stored(reg, ws)
+        assert lc.counts() == await _phases_stored(reg, lc)
+        assert watch_hub.cut_off_watchers > 0  # the counters did read everything again
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await store.close()
