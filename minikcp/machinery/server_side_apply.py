@@ -128,7 +128,31 @@ class ApplyConflictError(Exception):
 
 
 def decode_managed_fields(entries: Any) -> tuple[Managers, Times]:
-    """`metadata.managedFields` as sets; ValueError when an entry is invalid (as upstream)."""
+    """`metadata.managedFields` as sets; ValueError when an entry is invalid (as upstream).
+
+    Memoised by the entries' JSON text (an object's next write usually carries the same
+    entries); the caller gets dicts of its own, the shared sets and ids are never changed.
+    """
+    if entries is None:
+        return {}, {}
+    try:
+        key = orjson.dumps(entries)
+    except TypeError:
+        return _decode_managed_fields(entries)
+    found = _ENTRIES_CACHE.get(key)
+    if found is None:
+        found = _decode_managed_fields(entries)
+        if len(_ENTRIES_CACHE) >= _ENTRIES_CACHE_SIZE:
+            _ENTRIES_CACHE.clear()
+        _ENTRIES_CACHE[key] = found
+    return dict(found[0]), dict(found[1])
+
+
+_ENTRIES_CACHE: dict[bytes, tuple[Managers, Times]] = {}
+_ENTRIES_CACHE_SIZE = 4096
+
+
+def _decode_managed_fields(entries: Any) -> tuple[Managers, Times]:
     managers: Managers = {}
     times: Times = {}
     if entries is None:
