@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import datetime
 import functools
+import os
 import time
-import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -48,6 +48,17 @@ def now_rfc3339() -> str:
         stamp = datetime.datetime.fromtimestamp(second, datetime.UTC)
         _clock = (second, stamp.strftime("%Y-%m-%dT%H:%M:%SZ"))
     return _clock[1]
+
+
+_UUID_VARIANTS = "89ab"
+
+
+def new_uid() -> str:
+    """A random (version 4) UUID as text, as `str(uuid.uuid4())` spells it, at a third of its
+    cost (no UUID object, no integer formatting)."""
+    h = os.urandom(16).hex()
+    variant = _UUID_VARIANTS[int(h[16], 16) & 3]
+    return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{variant}{h[17:20]}-{h[20:]}"
 
 
 def _rfc3339(second: int) -> str:
@@ -337,7 +348,7 @@ class ResourceStore:
             meta["name"] = names.generate_name(meta["generateName"])
         for key in ("resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds"):
             meta.pop(key, None)
-        meta["uid"] = str(uuid.uuid4())
+        meta["uid"] = new_uid()
         meta["creationTimestamp"] = now_rfc3339()
         if not prepared:
             self.decode_checks(ctx, obj, opts)
