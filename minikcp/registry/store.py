@@ -287,8 +287,11 @@ class ResourceStore:
         *,
         body_errors: Sequence[str] = (),
         patch: Callable[[], str] | None = None,
+        touched: Mapping[str, Any] | None = None,
     ) -> None:
-        decoding.decode_checks(self.rt, ctx, obj, opts, body_errors=body_errors, patch=patch)
+        decoding.decode_checks(
+            self.rt, ctx, obj, opts, body_errors=body_errors, patch=patch, touched=touched
+        )
 
     def _managed_fields(
         self,
