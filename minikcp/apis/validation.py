@@ -406,16 +406,65 @@ def _decode_unknown(
             _decode_unknown(item, element, struct, stack, f"{path}.{key}" if path else key, out)
 
 
+def _decode_touched(
+    shape: Shape,
+    value: Any,
+    touched: Mapping[str, Any],
+    struct: str,
+    stack: list[str],
+    path: str,
+    out: list[str],
+) -> None:
+    """`_decode_unknown` over the fields of a struct that `touched` (a merge patch) names; the
+    others hold what was stored, which passed these checks when it was written."""
+    if shape.kind != shapes.OBJECT or type(value) is not dict or shape.preserve_unknown:
+        _decode_unknown(shape, value, struct, stack, path, out)
+        return
+    if len(out) >= 100:
+        return
+    fields = shape.fields
+    inner = shape.struct or struct
+    for key, sub in value.items():
+        if key not in touched:
+            continue
+        field = fields.get(key)
+        sub_path = f"{path}.{key}" if path else key
+        if field is None:
+            if sub_path not in out:
+                out.append(sub_path)
+            continue
+        stack.append(key)
+        below = touched[key]
+        if type(below) is dict and field.kind == shapes.OBJECT:
+            _decode_touched(field, sub, below, inner, stack, sub_path, out)
+        elif field.kind in _CONTAINERS:
+            _decode_unknown(field, sub, inner, stack, sub_path, out)
+        else:
+            _decode(field, sub, inner, stack)
+        stack.pop()
+
+
 def checked_unknown_fields(
-    rt: ResourceType, obj: Mapping[str, Any], *, catalog: Catalog | None = None
+    rt: ResourceType,
+    obj: Mapping[str, Any],
+    *,
+    catalog: Catalog | None = None,
+    touched: Mapping[str, Any] | None = None,
 ) -> list[str]:
-    """`validate` then `unknown_fields`, in one walk for built-in kinds."""
+    """`validate` then `unknown_fields`, in one walk for built-in kinds.
+
+    `touched` is the merge patch that made `obj` out of a stored object: the struct fields it
+    does not name are passed over (built-in kinds only; custom resources are checked whole).
+    """
     if not rt.builtin:
         # Schema errors of structural kinds are 422s, reported after defaulting (validate_kind).
         return unknown_fields(rt, obj, catalog=catalog)
     out: list[str] = []
     try:
-        _decode_unknown(_shape(rt, catalog), obj, "", [], "", out)
+        if touched is None:
+            _decode_unknown(_shape(rt, catalog), obj, "", [], "", out)
+        else:
+            _decode_touched(_shape(rt, catalog), obj, touched, "", [], "", out)
     except _DecodeError as failure:
         raise bad_request(
             f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: {failure}'

@@ -128,7 +128,31 @@ class ApplyConflictError(Exception):
 
 
 def decode_managed_fields(entries: Any) -> tuple[Managers, Times]:
-    """`metadata.managedFields` as sets; ValueError when an entry is invalid (as upstream)."""
+    """`metadata.managedFields` as sets; ValueError when an entry is invalid (as upstream).
+
+    Memoised by the entries' JSON text (an object's next write usually carries the same
+    entries); the caller gets dicts of its own, the shared sets and ids are never changed.
+    """
+    if entries is None:
+        return {}, {}
+    try:
+        key = orjson.dumps(entries)
+    except TypeError:
+        return _decode_managed_fields(entries)
+    found = _ENTRIES_CACHE.get(key)
+    if found is None:
+        found = _decode_managed_fields(entries)
+        if len(_ENTRIES_CACHE) >= _ENTRIES_CACHE_SIZE:
+            _ENTRIES_CACHE.clear()
+        _ENTRIES_CACHE[key] = found
+    return dict(found[0]), dict(found[1])
+
+
+_ENTRIES_CACHE: dict[bytes, tuple[Managers, Times]] = {}
+_ENTRIES_CACHE_SIZE = 4096
+
+
+def _decode_managed_fields(entries: Any) -> tuple[Managers, Times]:
     managers: Managers = {}
     times: Times = {}
     if entries is None:
@@ -246,6 +270,12 @@ def _is_reset(entries: Any) -> bool:
 # -- the field manager --------------------------------------------------------------------------
 
 
+@lru_cache(maxsize=1024)
+def _updater(manager: str, api_version: str, subresource: str) -> ManagerId:
+    # Shared: ids are frozen, and an ordinary write's id repeats (one per client, mostly).
+    return ManagerId(manager, "Update", api_version, subresource)
+
+
 def _ignored(subresource: str, reset_fields: Iterable[Iterable[str]] | None) -> FieldSet:
     if reset_fields is None:
         return _default_ignored(subresource)
@@ -265,7 +295,9 @@ def _without_managed_fields(obj: Mapping[str, Any] | None) -> dict[str, Any]:
         return {}
     meta = obj.get("metadata")
     if isinstance(meta, Mapping) and "managedFields" in meta:
-        return {**obj, "metadata": {k: v for k, v in meta.items() if k != "managedFields"}}
+        rest = dict(meta)  # a copy at C speed, then one key out
+        del rest["managedFields"]
+        return {**obj, "metadata": rest}
     return dict(obj)
 
 
@@ -452,7 +484,7 @@ def update_managed_fields(
             managers, times = _decode_or_nothing(_managed_fields_of(live))
     if not managers and live is not None:
         return []
-    mid = ManagerId(manager or "unknown", "Update", api_version, subresource)
+    mid = _updater(manager or "unknown", api_version, subresource)
     _record_update(
         _without_managed_fields(live), _without_managed_fields(new), managers, times, mid,
         shape=shape, ignored=ignored, now=now,

@@ -36,15 +36,19 @@ def decode_checks(
     *,
     body_errors: Sequence[str] = (),
     patch: Callable[[], str] | None = None,
+    touched: Mapping[str, Any] | None = None,
 ) -> None:
     """What decoding into the kind's type does upstream: type errors, unknown fields.
+
+    `touched`: the merge patch that made `obj` out of a stored object (whose other fields
+    passed these checks when it was written), so only what it names is walked.
 
     Strict errors are `body_errors` (found while decoding the body) then unknown fields.
     Under Strict they fail the request: 400, or for a patch (`patch` renders it) a 422 on
     the field "patch" as apiserver's patch handler words it. Under Warn each is a warning.
     Unknown fields are dropped from `obj` unless the request fails.
     """
-    unknown = validation.checked_unknown_fields(rt, obj)
+    unknown = validation.checked_unknown_fields(rt, obj, touched=touched)
     found = [*body_errors, *opts.body_strict_errors]
     found += validation.unknown_field_warnings(unknown)
     if not found:

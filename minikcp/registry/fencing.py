@@ -77,17 +77,18 @@ class FencedStorage:
     def count(self, prefix: str) -> Coroutine[Any, Any, int]:
         return self._store.count(prefix)
 
-    async def create(self, key: str, value: bytes) -> Item:
+    # Writes are checked when called (callers await at once) and hand the store's coroutine on.
+    def create(self, key: str, value: bytes) -> Coroutine[Any, Any, Item]:
         check()
-        return await self._store.create(key, value)
+        return self._store.create(key, value)
 
-    async def update(self, key: str, value: bytes, *, expected_mod_rev: int) -> Item:
+    def update(self, key: str, value: bytes, *, expected_mod_rev: int) -> Coroutine[Any, Any, Item]:
         check()
-        return await self._store.update(key, value, expected_mod_rev=expected_mod_rev)
+        return self._store.update(key, value, expected_mod_rev=expected_mod_rev)
 
-    async def delete(self, key: str, *, expected_mod_rev: int | None = None) -> Item:
+    def delete(self, key: str, *, expected_mod_rev: int | None = None) -> Coroutine[Any, Any, Item]:
         check()
-        return await self._store.delete(key, expected_mod_rev=expected_mod_rev)
+        return self._store.delete(key, expected_mod_rev=expected_mod_rev)
 
     async def delete_prefix(self, prefix: str) -> list[Item]:
         check()

@@ -99,7 +99,11 @@ async def patch(
 
         # Strict decoding of a patch fails with 422 on "patch" (apiserver's patch handler);
         # this also drops unknown fields before the store checks the object again.
-        store.decode_checks(ctx, patched, opts, body_errors=body_errors, patch=shown)
+        # A merge patch changes only what it names: the rest is stored content, checked already.
+        touched = document if patch_type == MERGE_PATCH else None
+        store.decode_checks(
+            ctx, patched, opts, body_errors=body_errors, patch=shown, touched=touched
+        )
         return patched
 
     # A patch that names a resourceVersion is a precondition: no silent retries then.

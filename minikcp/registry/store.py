@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import datetime
 import functools
+import os
 import time
-import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -48,6 +48,24 @@ def now_rfc3339() -> str:
         stamp = datetime.datetime.fromtimestamp(second, datetime.UTC)
         _clock = (second, stamp.strftime("%Y-%m-%dT%H:%M:%SZ"))
     return _clock[1]
+
+
+_UUID_VARIANTS = "89ab"
+# Random bytes for uids, as hex, read from the system in blocks (one read per 256 uids).
+_uid_pool = ""
+_uid_at = 0
+
+
+def new_uid() -> str:
+    """A random (version 4) UUID as text, as `str(uuid.uuid4())` spells it, at a third of its
+    cost (no UUID object, no integer formatting, one system call per 256 uids)."""
+    global _uid_pool, _uid_at
+    if _uid_at >= len(_uid_pool):
+        _uid_pool, _uid_at = os.urandom(4096).hex(), 0
+    h = _uid_pool[_uid_at : _uid_at + 32]
+    _uid_at += 32
+    variant = _UUID_VARIANTS[int(h[16], 16) & 3]
+    return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{variant}{h[17:20]}-{h[20:]}"
 
 
 def _rfc3339(second: int) -> str:
@@ -269,8 +287,11 @@ class ResourceStore:
         *,
         body_errors: Sequence[str] = (),
         patch: Callable[[], str] | None = None,
+        touched: Mapping[str, Any] | None = None,
     ) -> None:
-        decoding.decode_checks(self.rt, ctx, obj, opts, body_errors=body_errors, patch=patch)
+        decoding.decode_checks(
+            self.rt, ctx, obj, opts, body_errors=body_errors, patch=patch, touched=touched
+        )
 
     def _managed_fields(
         self,
@@ -337,7 +358,7 @@ class ResourceStore:
             meta["name"] = names.generate_name(meta["generateName"])
         for key in ("resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds"):
             meta.pop(key, None)
-        meta["uid"] = str(uuid.uuid4())
+        meta["uid"] = new_uid()
         meta["creationTimestamp"] = now_rfc3339()
         if not prepared:
             self.decode_checks(ctx, obj, opts)

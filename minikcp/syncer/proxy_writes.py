@@ -39,6 +39,7 @@ from minikcp.syncer import placement, proxy_targets, replicas, resources, transl
 
 MODE_LABEL = "workload.minikcp.io/mode"
 PROXY_MODE = "proxy"
+_MODE_LABEL_JSON = b'"' + MODE_LABEL.encode() + b'"'
 # Connection and answer of one downstream request: long enough for a busy cluster, short enough
 # that a hung one fails a user's write fast.
 DEFAULT_TIMEOUT = 5.0
@@ -86,7 +87,10 @@ class ProxyWrites:
         namespace = str(meta.get("namespace") or "")
         rctx = RequestContext(cluster=ctx.cluster)
         ns = await self.registry.namespaces.find(rctx, "", namespace)
-        if ns is None or (ns.metadata.get("labels") or {}).get(MODE_LABEL) != PROXY_MODE:
+        # Most namespaces lack the label: their stored JSON says so without being decoded.
+        if ns is None or _MODE_LABEL_JSON not in ns.value:
+            return None
+        if (ns.metadata.get("labels") or {}).get(MODE_LABEL) != PROXY_MODE:
             return None
         if synced.strategy.never_synced(obj):
             return None

@@ -250,6 +250,8 @@ class Syncer:
         self, s: resources.Synced
     ) -> Callable[[str, StoredObject], Coroutine[Any, Any, None]]:
         async def handle(kind: str, obj: StoredObject) -> None:
+            if not self._running and not self._marks and not self._secret_refs:
+                return  # no target anywhere: nothing to sync, forget or restart (no decoding)
             meta = obj.metadata
             namespace = meta.get("namespace", "")
             key: ItemKey = (s.name, obj.cluster, namespace, meta.get("name", ""))
