@@ -4,8 +4,9 @@ synced to two simulated physical clusters.
 Starts minikcp and two `--simulate-workloads` servers, attaches both, creates N Deployments
 (R replicas each, split across the two targets) with C concurrent HTTPS clients, then changes
 every Deployment's image. Prints, per phase, the p50/p99 time from the upstream request to the
-object being present (created: on both targets; image change: the new template on both) and to
-the upstream Deployment being rolled out as `kubectl rollout status` judges it (minus the
+object being present (created: on both targets; image change: the new template on both), to its
+being rolled out on both targets (the simulated clusters' share of the time), and to the upstream
+Deployment being rolled out as `kubectl rollout status` judges it (minus the
 simulated pod delay), and the downstream writes per upstream change: object creations,
 deletions and changes of anything but status seen by watches on the physical clusters (a
 server-side apply that changes nothing is not visible there, and is skipped by the syncer
@@ -88,6 +89,9 @@ class Observer:
         # name -> targets where the wanted image is present, and when the last one got it
         self.present_on: dict[str, set[int]] = collections.defaultdict(set)
         self.present_at: dict[str, float] = {}
+        # name -> targets where that template rolled out, and when the last one did
+        self.down_done_on: dict[str, set[int]] = collections.defaultdict(set)
+        self.down_done_at: dict[str, float] = {}
         self.writes = 0
         self._content: dict[tuple[int, str], bytes] = {}
 
@@ -122,6 +126,14 @@ class Observer:
                     self.present_on[name].add(index)
                     if len(self.present_on[name]) == 2:
                         self.present_at[name] = time.perf_counter()
+                if (
+                    deployments.image(obj) == self.image
+                    and index not in self.down_done_on[name]
+                    and self.rolled_out(obj)
+                ):
+                    self.down_done_on[name].add(index)
+                    if len(self.down_done_on[name]) == 2:
+                        self.down_done_at[name] = time.perf_counter()
 
 
 async def _phase(
@@ -130,6 +142,8 @@ async def _phase(
     observer.upstream_done.clear()
     observer.present_on.clear()
     observer.present_at.clear()
+    observer.down_done_on.clear()
+    observer.down_done_at.clear()
     writes = observer.writes
     t0 = time.perf_counter()
     started, requests = await measure.run_clients(names, args.clients, act)
@@ -141,11 +155,20 @@ async def _phase(
     n = len(names)
     print(f"{label}: {n} {args.kind}s, requests {n / requests:.0f}/s, all done in {total:.1f}s")
     present = [observer.present_at[k] - started[k] for k in names if k in observer.present_at]
+    down_done = [
+        observer.down_done_at[k] - started[k] - args.delay
+        for k in names
+        if k in observer.down_done_at
+    ]
     done = [observer.upstream_done[k] - started[k] - args.delay for k in names]
     done = [d for k, d in zip(names, done, strict=True) if k in observer.upstream_done]
     print(
         f"  upstream request -> present on both targets: p50 {pct(present, 0.5):.2f}s, "
         f"p99 {pct(present, 0.99):.2f}s ({len(present)}/{n})"
+    )
+    print(
+        f"  upstream request -> rolled out on both targets, minus the {args.delay:g}s pod delay: "
+        f"p50 {pct(down_done, 0.5):.2f}s, p99 {pct(down_done, 0.99):.2f}s ({len(down_done)}/{n})"
     )
     print(
         f"  upstream request -> upstream rolled out, minus the {args.delay:g}s pod delay: "
