@@ -127,11 +127,17 @@ async def reconcile(ctx: Context, w: TargetWorker, key: ItemKey) -> float | None
         if not cache.synced.is_set():
             # It answers for every object of the kind only once it has listed them (start-up).
             raise downstream.Unreachable(f"{resource} of {w.name} not listed yet")
-        if cache.other(dns, name) is None and time.monotonic() - cache.synced_at < _SETTLING:
+        if (
+            cache.other(dns, name) is None
+            and time.monotonic() - cache.synced_at < _SETTLING
+            and not _created_after(meta, w.started_at)
+        ):
             # Not in the cache of a worker that just started: ask the target before writing.
             # Right after a takeover the cache has been seen to lack objects the previous owner
             # wrote (a killed owner's last writes can land after the list), and an apply over
-            # them would be a second write of the same change.
+            # them would be a second write of the same change. An object created upstream after
+            # this worker started was never seen by a previous owner: no GET for it (replicas'
+            # clocks that disagree cost at most that second, unchanging apply).
             try:
                 live = await w.client.request("GET", path)
             except downstream.DownstreamError as exc:
@@ -170,6 +176,22 @@ async def reconcile(ctx: Context, w: TargetWorker, key: ItemKey) -> float | None
     w.errors.pop(key, None)
     ctx.status_soon(key)
     return None
+
+
+def _created_after(meta: Mapping[str, Any], stamp: float) -> bool:
+    """Whether the object was created after `stamp` (seconds since the epoch). Its
+    creationTimestamp is cut to the second: one at or after `stamp` was written after it."""
+    created = _seconds(meta.get("creationTimestamp"))
+    return created is not None and created >= stamp
+
+
+def _seconds(stamp: Any) -> float | None:
+    if not isinstance(stamp, str) or not stamp:
+        return None
+    try:
+        return datetime.datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
 
 
 def _upstream_uid(live: Mapping[str, Any]) -> str:
@@ -336,11 +358,8 @@ def _deletion_overdue(meta: Mapping[str, Any], timeout: float) -> bool:
     stamp = meta.get("deletionTimestamp")
     if not stamp:
         return False
-    try:
-        started = datetime.datetime.fromisoformat(str(stamp).replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return True
-    return time.time() - started >= timeout
+    started = _seconds(str(stamp))
+    return started is None or time.time() - started >= timeout
 
 
 async def _remove_finalizer(

@@ -81,6 +81,8 @@ class TargetWorker:
         self.labels = labels
         self.serves = serves
         self.deleting = False
+        # Wall-clock start: what is created upstream later was never seen by a previous owner.
+        self.started_at = time.time()
         self.health = Health()
         # Logical clusters take turns: one busy cluster does not hold up the others.
         self.queue: WorkQueue[ItemKey] = WorkQueue(
