@@ -207,8 +207,16 @@ async def _prepare_upstream(
     obj: dict[str, Any],
     placed: list[str],
 ) -> dict[str, Any]:
-    """Our finalizer before the first downstream write; for split kinds, the replica split."""
+    """Our finalizer before the first downstream write; for split kinds, the replica split.
+    The one write also adds the finalizers of the object's other targets run here, which all
+    want theirs at once (a new object): one upstream write instead of one per target."""
     finalizer = w.ref.finalizer
+    cluster = rctx.cluster
+    finalizers = [finalizer]
+    for target in placed:
+        other = ctx.worker(cluster, target) if target != w.name else None
+        if other is not None and not other.deleting:
+            finalizers.append(other.ref.finalizer)
     splits = synced.strategy.splits_replicas
 
     def split_of(current: Mapping[str, Any]) -> dict[str, int]:
@@ -236,8 +244,9 @@ async def _prepare_upstream(
         meta = current["metadata"]
         if meta.get("deletionTimestamp"):
             return current  # being deleted: no new finalizer; the next pass withdraws
-        if not translate.has_finalizer(meta, finalizer):
-            meta["finalizers"] = [*(meta.get("finalizers") or ()), finalizer]
+        missing = [f for f in finalizers if not translate.has_finalizer(meta, f)]
+        if missing:
+            meta["finalizers"] = [*(meta.get("finalizers") or ()), *missing]
         if splits:
             annotations = meta.setdefault("annotations", {})
             annotations[translate.SPLIT_ANNOTATION] = replicas.encode(split_of(current))
