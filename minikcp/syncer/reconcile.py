@@ -393,21 +393,21 @@ async def _remove_finalizer(
             raise
 
 
-async def status_up(ctx: Context, synced: resources.Synced, key: ItemKey) -> None:
+async def status_up(ctx: Context, synced: resources.Synced, key: ItemKey) -> int | None:
     """Write the object's summarised status upstream when it differs from what is there (only
-    for kinds whose status comes up)."""
+    for kinds whose status comes up); the revision of that write, if one was made."""
     strategy = synced.strategy
     if not strategy.reports_status:
-        return
+        return None
     resource, cluster, namespace, name = key
     rstore = ctx.registry.store(synced.rt)
     rctx = RequestContext(cluster=cluster)
     upstream = await rstore.find(rctx, namespace, name)
     if upstream is None or upstream.metadata.get("deletionTimestamp"):
-        return
+        return None
     placed = await placed_for(ctx, resource, cluster, namespace)
     if not placed:
-        return
+        return None
     views: list[aggregate.TargetView] = []
     elsewhere = False
     for target in placed:
@@ -416,11 +416,10 @@ async def status_up(ctx: Context, synced: resources.Synced, key: ItemKey) -> Non
             elsewhere = True  # run by another replica: its owner publishes its view
             continue
         if not wk.synced_caches:
-            return  # not all targets known yet (start-up): report nothing rather than guess
+            return None  # not all targets known yet (start-up): report nothing rather than guess
         views.append(_view_of(wk, resource, key, upstream.metadata.get("uid")))
     if elsewhere:
-        await _status_from_published(ctx, synced, key, upstream.view(), views, placed)
-        return
+        return await _status_from_published(ctx, synced, key, upstream.view(), views, placed)
     annotations = upstream.metadata.get("annotations") or {}
     if any(k.startswith(status_views.PREFIX) for k in annotations):
         # All its targets are run here again: the published views are no longer read.
@@ -429,10 +428,10 @@ async def status_up(ctx: Context, synced: resources.Synced, key: ItemKey) -> Non
         except errors.StatusError as exc:
             if exc.code != 404:
                 raise
-            return
+            return None
     summary = strategy.summarise(upstream.view(), views, upstream_store.now_rfc3339())
     if summary == upstream.view().get("status"):
-        return
+        return None
 
     def mutate(current: dict[str, Any] | None) -> dict[str, Any]:
         if current is None:
@@ -441,10 +440,14 @@ async def status_up(ctx: Context, synced: resources.Synced, key: ItemKey) -> Non
         return current
 
     try:
-        await rstore.guaranteed_update(rctx, namespace, name, mutate, WRITE, subresource="status")
+        stored = await rstore.guaranteed_update(
+            rctx, namespace, name, mutate, WRITE, subresource="status"
+        )
     except errors.StatusError as exc:
         if exc.code != 404:
             raise
+        return None
+    return stored.revision
 
 
 def _view_of(wk: TargetWorker, resource: str, key: ItemKey, uid: Any) -> aggregate.TargetView:
@@ -505,9 +508,10 @@ async def _status_from_published(
     obj: dict[str, Any],
     views: list[aggregate.TargetView],
     placed: list[str],
-) -> None:
+) -> int | None:
     """The status of an object placed on targets of several replicas: publish ours, then sum
-    every placed target's published view in the same compare-and-swap as the status write."""
+    every placed target's published view in the same compare-and-swap as the status write;
+    the revision of that write, if one was made."""
     strategy = synced.strategy
     _, cluster, namespace, name = key
     try:
@@ -515,7 +519,7 @@ async def _status_from_published(
     except errors.StatusError as exc:
         if exc.code != 404:
             raise
-        return
+        return None
 
     def summary(current: dict[str, Any]) -> dict[str, Any] | None:
         found = status_views.published(current["metadata"].get("annotations"), placed)
@@ -525,7 +529,7 @@ async def _status_from_published(
 
     first = summary(obj)
     if first is None or first == obj.get("status"):
-        return
+        return None
 
     def mutate(current: dict[str, Any] | None) -> dict[str, Any]:
         if current is None:
@@ -536,12 +540,14 @@ async def _status_from_published(
         return current
 
     try:
-        await ctx.registry.store(synced.rt).guaranteed_update(
+        stored = await ctx.registry.store(synced.rt).guaranteed_update(
             RequestContext(cluster=cluster), namespace, name, mutate, WRITE, subresource="status"
         )
     except errors.StatusError as exc:
         if exc.code != 404:
             raise
+        return None
+    return stored.revision
 
 
 async def collect_namespaces(ctx: Context, w: TargetWorker) -> None:
