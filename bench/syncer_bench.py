@@ -14,7 +14,7 @@ anyway). The syncer's per-target rate limit applies (`minikcp start`'s defaults 
 given; the burst is then 1.5 x qps). All processes share the machine's cores, so figures vary
 with what else runs.
 Run: python bench/syncer_bench.py [--deployments 1000] [--replicas 2] [--delay 1] [--qps Q]
-    [--kind deployment|statefulset] [--profile upstream.prof]
+    [--kind deployment|statefulset] [--profile upstream.prof] [--server-arg=--sync-workers=4]
 Profile the syncer (it runs in the upstream minikcp): `--profile F` runs that server under
 cProfile; read F with `python -c "import pstats; pstats.Stats('F').sort_stats('tottime')
 .print_stats(30)"`, or attach `py-spy record -o syncer.svg --pid <pid>` where py-spy is installed.
@@ -234,6 +234,12 @@ def main() -> None:
     parser.add_argument("--delay", type=float, default=1.0, help="simulated pod start, seconds")
     parser.add_argument("--qps", type=float, help="syncer requests/s per target (minikcp default)")
     parser.add_argument("--profile", help="run the upstream minikcp under cProfile, writing this")
+    parser.add_argument(
+        "--server-arg",
+        action="append",
+        default=[],
+        help="an extra `minikcp start` argument of the upstream server (e.g. --sync-workers=4)",
+    )
     parser.add_argument("--timeout", type=float, default=900.0)
     parser.add_argument("--kind", choices=sorted(KINDS), default="deployment")
     args = parser.parse_args()
@@ -247,7 +253,9 @@ def main() -> None:
         profile = ()
         if args.profile:
             profile = ("-m", "cProfile", "-o", str(Path(args.profile).resolve()))
-        up = server_process.start_server(work, extra_args=limit, python_args=profile)
+        up = server_process.start_server(
+            work, extra_args=(*limit, *args.server_arg), python_args=profile
+        )
         downs = [
             server_process.start_server(
                 work, extra_args=("--simulate-workloads", "--rollout-delay", str(args.delay))

@@ -40,7 +40,7 @@ class Settings:
     deletion_timeout: float = 300.0
     detach_timeout: float = 60.0
     patrol_interval: float = 60.0
-    workers: int = 4
+    workers: int = 16
     qps: float = downstream.DEFAULT_QPS
     burst: int = downstream.DEFAULT_BURST
     max_backoff: float = 30.0
