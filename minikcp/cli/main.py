@@ -97,7 +97,7 @@ def _parser() -> argparse.ArgumentParser:
         "--sync-workers",
         default=16,
         type=int,
-        help="objects reconciled at once per target (and status summaries at once)",
+        help="objects reconciled at once per target",
     )
     sim = start.add_argument_group("workload simulation (act as a physical cluster)")
     sim.add_argument(

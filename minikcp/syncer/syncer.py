@@ -188,7 +188,7 @@ class Syncer:
                     self._watch_forever(target_rt, self._on_sync_target), name="syncer-targets"
                 )
                 tasks.create_task(self.negotiation.run(), name="syncer-api-negotiation")
-                for i in range(self.settings.workers):
+                for i in range(self.settings.status_workers):
                     tasks.create_task(
                         self.summaries.work(self._summarise), name=f"syncer-status-{i}"
                     )

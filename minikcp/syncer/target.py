@@ -41,6 +41,8 @@ class Settings:
     detach_timeout: float = 60.0
     patrol_interval: float = 60.0
     workers: int = 16
+    # Status summaries write upstream only: a few at once keep up without crowding the store.
+    status_workers: int = 4
     qps: float = downstream.DEFAULT_QPS
     burst: int = downstream.DEFAULT_BURST
     max_backoff: float = 30.0
