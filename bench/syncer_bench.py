@@ -4,8 +4,9 @@ synced to two simulated physical clusters.
 Starts minikcp and two `--simulate-workloads` servers, attaches both, creates N Deployments
 (R replicas each, split across the two targets) with C concurrent HTTPS clients, then changes
 every Deployment's image. Prints, per phase, the p50/p99 time from the upstream request to the
-object being present (created: on both targets; image change: the new template on both) and to
-the upstream Deployment being rolled out as `kubectl rollout status` judges it (minus the
+object being present (created: on both targets; image change: the new template on both), to its
+being rolled out on both targets (the simulated clusters' share of the time), and to the upstream
+Deployment being rolled out as `kubectl rollout status` judges it (minus the
 simulated pod delay), and the downstream writes per upstream change: object creations,
 deletions and changes of anything but status seen by watches on the physical clusters (a
 server-side apply that changes nothing is not visible there, and is skipped by the syncer
@@ -13,7 +14,7 @@ anyway). The syncer's per-target rate limit applies (`minikcp start`'s defaults 
 given; the burst is then 1.5 x qps). All processes share the machine's cores, so figures vary
 with what else runs.
 Run: python bench/syncer_bench.py [--deployments 1000] [--replicas 2] [--delay 1] [--qps Q]
-    [--kind deployment|statefulset] [--profile upstream.prof]
+    [--kind deployment|statefulset] [--profile upstream.prof] [--server-arg=--sync-workers=4]
 Profile the syncer (it runs in the upstream minikcp): `--profile F` runs that server under
 cProfile; read F with `python -c "import pstats; pstats.Stats('F').sort_stats('tottime')
 .print_stats(30)"`, or attach `py-spy record -o syncer.svg --pid <pid>` where py-spy is installed.
@@ -88,6 +89,9 @@ class Observer:
         # name -> targets where the wanted image is present, and when the last one got it
         self.present_on: dict[str, set[int]] = collections.defaultdict(set)
         self.present_at: dict[str, float] = {}
+        # name -> targets where that template rolled out, and when the last one did
+        self.down_done_on: dict[str, set[int]] = collections.defaultdict(set)
+        self.down_done_at: dict[str, float] = {}
         self.writes = 0
         self._content: dict[tuple[int, str], bytes] = {}
 
@@ -122,6 +126,14 @@ class Observer:
                     self.present_on[name].add(index)
                     if len(self.present_on[name]) == 2:
                         self.present_at[name] = time.perf_counter()
+                if (
+                    deployments.image(obj) == self.image
+                    and index not in self.down_done_on[name]
+                    and self.rolled_out(obj)
+                ):
+                    self.down_done_on[name].add(index)
+                    if len(self.down_done_on[name]) == 2:
+                        self.down_done_at[name] = time.perf_counter()
 
 
 async def _phase(
@@ -130,6 +142,8 @@ async def _phase(
     observer.upstream_done.clear()
     observer.present_on.clear()
     observer.present_at.clear()
+    observer.down_done_on.clear()
+    observer.down_done_at.clear()
     writes = observer.writes
     t0 = time.perf_counter()
     started, requests = await measure.run_clients(names, args.clients, act)
@@ -141,11 +155,20 @@ async def _phase(
     n = len(names)
     print(f"{label}: {n} {args.kind}s, requests {n / requests:.0f}/s, all done in {total:.1f}s")
     present = [observer.present_at[k] - started[k] for k in names if k in observer.present_at]
+    down_done = [
+        observer.down_done_at[k] - started[k] - args.delay
+        for k in names
+        if k in observer.down_done_at
+    ]
     done = [observer.upstream_done[k] - started[k] - args.delay for k in names]
     done = [d for k, d in zip(names, done, strict=True) if k in observer.upstream_done]
     print(
         f"  upstream request -> present on both targets: p50 {pct(present, 0.5):.2f}s, "
         f"p99 {pct(present, 0.99):.2f}s ({len(present)}/{n})"
+    )
+    print(
+        f"  upstream request -> rolled out on both targets, minus the {args.delay:g}s pod delay: "
+        f"p50 {pct(down_done, 0.5):.2f}s, p99 {pct(down_done, 0.99):.2f}s ({len(down_done)}/{n})"
     )
     print(
         f"  upstream request -> upstream rolled out, minus the {args.delay:g}s pod delay: "
@@ -211,6 +234,12 @@ def main() -> None:
     parser.add_argument("--delay", type=float, default=1.0, help="simulated pod start, seconds")
     parser.add_argument("--qps", type=float, help="syncer requests/s per target (minikcp default)")
     parser.add_argument("--profile", help="run the upstream minikcp under cProfile, writing this")
+    parser.add_argument(
+        "--server-arg",
+        action="append",
+        default=[],
+        help="an extra `minikcp start` argument of the upstream server (e.g. --sync-workers=4)",
+    )
     parser.add_argument("--timeout", type=float, default=900.0)
     parser.add_argument("--kind", choices=sorted(KINDS), default="deployment")
     args = parser.parse_args()
@@ -224,7 +253,9 @@ def main() -> None:
         profile = ()
         if args.profile:
             profile = ("-m", "cProfile", "-o", str(Path(args.profile).resolve()))
-        up = server_process.start_server(work, extra_args=limit, python_args=profile)
+        up = server_process.start_server(
+            work, extra_args=(*limit, *args.server_arg), python_args=profile
+        )
         downs = [
             server_process.start_server(
                 work, extra_args=("--simulate-workloads", "--rollout-delay", str(args.delay))

@@ -93,6 +93,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     sync.add_argument("--sync-qps", default=100.0, type=float, help="requests/s per target")
     sync.add_argument("--sync-burst", default=200, type=int, help="request burst per target")
+    sync.add_argument(
+        "--sync-workers",
+        default=16,
+        type=int,
+        help="objects reconciled at once per target",
+    )
     sim = start.add_argument_group("workload simulation (act as a physical cluster)")
     sim.add_argument(
         "--simulate-workloads",
@@ -336,6 +342,7 @@ def _start(args: argparse.Namespace) -> int:
             patrol_interval=args.sync_patrol_interval,
             qps=args.sync_qps,
             burst=args.sync_burst,
+            workers=max(1, args.sync_workers),
         ),
         sync_resources=tuple(r.strip() for r in args.sync_resources.split(",") if r.strip()),
         simulate_workloads=workload_simulator.SimulatorOptions(

@@ -89,8 +89,12 @@ class DownstreamClient:
 
     def _sess(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
+            # No pool limit: each caller bounds its own connections (the workers, one watch per
+            # informer, the probe, pod streams). A shared limit of 16 left the workers four
+            # connections beside a dozen long-lived watches, and made the probe time out
+            # waiting behind them.
             self._session = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(ssl=self.conn.ssl, limit=16, keepalive_timeout=60),
+                connector=aiohttp.TCPConnector(ssl=self.conn.ssl, limit=0, keepalive_timeout=60),
                 json_serialize=lambda o: orjson.dumps(o).decode(),
             )
         return self._session

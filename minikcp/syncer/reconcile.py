@@ -127,11 +127,17 @@ async def reconcile(ctx: Context, w: TargetWorker, key: ItemKey) -> float | None
         if not cache.synced.is_set():
             # It answers for every object of the kind only once it has listed them (start-up).
             raise downstream.Unreachable(f"{resource} of {w.name} not listed yet")
-        if cache.other(dns, name) is None and time.monotonic() - cache.synced_at < _SETTLING:
+        if (
+            cache.other(dns, name) is None
+            and time.monotonic() - cache.synced_at < _SETTLING
+            and not _created_after(meta, w.started_at)
+        ):
             # Not in the cache of a worker that just started: ask the target before writing.
             # Right after a takeover the cache has been seen to lack objects the previous owner
             # wrote (a killed owner's last writes can land after the list), and an apply over
-            # them would be a second write of the same change.
+            # them would be a second write of the same change. An object created upstream after
+            # this worker started was never seen by a previous owner: no GET for it (replicas'
+            # clocks that disagree cost at most that second, unchanging apply).
             try:
                 live = await w.client.request("GET", path)
             except downstream.DownstreamError as exc:
@@ -172,6 +178,22 @@ async def reconcile(ctx: Context, w: TargetWorker, key: ItemKey) -> float | None
     return None
 
 
+def _created_after(meta: Mapping[str, Any], stamp: float) -> bool:
+    """Whether the object was created after `stamp` (seconds since the epoch). Its
+    creationTimestamp is cut to the second: one at or after `stamp` was written after it."""
+    created = _seconds(meta.get("creationTimestamp"))
+    return created is not None and created >= stamp
+
+
+def _seconds(stamp: Any) -> float | None:
+    if not isinstance(stamp, str) or not stamp:
+        return None
+    try:
+        return datetime.datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
 def _upstream_uid(live: Mapping[str, Any]) -> str:
     annotations = live.get("metadata", {}).get("annotations") or {}
     return str(annotations.get(translate.UPSTREAM_UID_ANNOTATION, ""))
@@ -185,8 +207,16 @@ async def _prepare_upstream(
     obj: dict[str, Any],
     placed: list[str],
 ) -> dict[str, Any]:
-    """Our finalizer before the first downstream write; for split kinds, the replica split."""
+    """Our finalizer before the first downstream write; for split kinds, the replica split.
+    The one write also adds the finalizers of the object's other targets run here, which all
+    want theirs at once (a new object): one upstream write instead of one per target."""
     finalizer = w.ref.finalizer
+    cluster = rctx.cluster
+    finalizers = [finalizer]
+    for target in placed:
+        other = ctx.worker(cluster, target) if target != w.name else None
+        if other is not None and not other.deleting:
+            finalizers.append(other.ref.finalizer)
     splits = synced.strategy.splits_replicas
 
     def split_of(current: Mapping[str, Any]) -> dict[str, int]:
@@ -214,8 +244,9 @@ async def _prepare_upstream(
         meta = current["metadata"]
         if meta.get("deletionTimestamp"):
             return current  # being deleted: no new finalizer; the next pass withdraws
-        if not translate.has_finalizer(meta, finalizer):
-            meta["finalizers"] = [*(meta.get("finalizers") or ()), finalizer]
+        missing = [f for f in finalizers if not translate.has_finalizer(meta, f)]
+        if missing:
+            meta["finalizers"] = [*(meta.get("finalizers") or ()), *missing]
         if splits:
             annotations = meta.setdefault("annotations", {})
             annotations[translate.SPLIT_ANNOTATION] = replicas.encode(split_of(current))
@@ -336,11 +367,8 @@ def _deletion_overdue(meta: Mapping[str, Any], timeout: float) -> bool:
     stamp = meta.get("deletionTimestamp")
     if not stamp:
         return False
-    try:
-        started = datetime.datetime.fromisoformat(str(stamp).replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return True
-    return time.time() - started >= timeout
+    started = _seconds(str(stamp))
+    return started is None or time.time() - started >= timeout
 
 
 async def _remove_finalizer(
@@ -365,21 +393,21 @@ async def _remove_finalizer(
             raise
 
 
-async def status_up(ctx: Context, synced: resources.Synced, key: ItemKey) -> None:
+async def status_up(ctx: Context, synced: resources.Synced, key: ItemKey) -> int | None:
     """Write the object's summarised status upstream when it differs from what is there (only
-    for kinds whose status comes up)."""
+    for kinds whose status comes up); the revision of that write, if one was made."""
     strategy = synced.strategy
     if not strategy.reports_status:
-        return
+        return None
     resource, cluster, namespace, name = key
     rstore = ctx.registry.store(synced.rt)
     rctx = RequestContext(cluster=cluster)
     upstream = await rstore.find(rctx, namespace, name)
     if upstream is None or upstream.metadata.get("deletionTimestamp"):
-        return
+        return None
     placed = await placed_for(ctx, resource, cluster, namespace)
     if not placed:
-        return
+        return None
     views: list[aggregate.TargetView] = []
     elsewhere = False
     for target in placed:
@@ -388,11 +416,10 @@ async def status_up(ctx: Context, synced: resources.Synced, key: ItemKey) -> Non
             elsewhere = True  # run by another replica: its owner publishes its view
             continue
         if not wk.synced_caches:
-            return  # not all targets known yet (start-up): report nothing rather than guess
+            return None  # not all targets known yet (start-up): report nothing rather than guess
         views.append(_view_of(wk, resource, key, upstream.metadata.get("uid")))
     if elsewhere:
-        await _status_from_published(ctx, synced, key, upstream.view(), views, placed)
-        return
+        return await _status_from_published(ctx, synced, key, upstream.view(), views, placed)
     annotations = upstream.metadata.get("annotations") or {}
     if any(k.startswith(status_views.PREFIX) for k in annotations):
         # All its targets are run here again: the published views are no longer read.
@@ -401,10 +428,10 @@ async def status_up(ctx: Context, synced: resources.Synced, key: ItemKey) -> Non
         except errors.StatusError as exc:
             if exc.code != 404:
                 raise
-            return
+            return None
     summary = strategy.summarise(upstream.view(), views, upstream_store.now_rfc3339())
     if summary == upstream.view().get("status"):
-        return
+        return None
 
     def mutate(current: dict[str, Any] | None) -> dict[str, Any]:
         if current is None:
@@ -413,10 +440,14 @@ async def status_up(ctx: Context, synced: resources.Synced, key: ItemKey) -> Non
         return current
 
     try:
-        await rstore.guaranteed_update(rctx, namespace, name, mutate, WRITE, subresource="status")
+        stored = await rstore.guaranteed_update(
+            rctx, namespace, name, mutate, WRITE, subresource="status"
+        )
     except errors.StatusError as exc:
         if exc.code != 404:
             raise
+        return None
+    return stored.revision
 
 
 def _view_of(wk: TargetWorker, resource: str, key: ItemKey, uid: Any) -> aggregate.TargetView:
@@ -477,9 +508,10 @@ async def _status_from_published(
     obj: dict[str, Any],
     views: list[aggregate.TargetView],
     placed: list[str],
-) -> None:
+) -> int | None:
     """The status of an object placed on targets of several replicas: publish ours, then sum
-    every placed target's published view in the same compare-and-swap as the status write."""
+    every placed target's published view in the same compare-and-swap as the status write;
+    the revision of that write, if one was made."""
     strategy = synced.strategy
     _, cluster, namespace, name = key
     try:
@@ -487,7 +519,7 @@ async def _status_from_published(
     except errors.StatusError as exc:
         if exc.code != 404:
             raise
-        return
+        return None
 
     def summary(current: dict[str, Any]) -> dict[str, Any] | None:
         found = status_views.published(current["metadata"].get("annotations"), placed)
@@ -497,7 +529,7 @@ async def _status_from_published(
 
     first = summary(obj)
     if first is None or first == obj.get("status"):
-        return
+        return None
 
     def mutate(current: dict[str, Any] | None) -> dict[str, Any]:
         if current is None:
@@ -508,12 +540,14 @@ async def _status_from_published(
         return current
 
     try:
-        await ctx.registry.store(synced.rt).guaranteed_update(
+        stored = await ctx.registry.store(synced.rt).guaranteed_update(
             RequestContext(cluster=cluster), namespace, name, mutate, WRITE, subresource="status"
         )
     except errors.StatusError as exc:
         if exc.code != 404:
             raise
+        return None
+    return stored.revision
 
 
 async def collect_namespaces(ctx: Context, w: TargetWorker) -> None:

@@ -142,7 +142,9 @@ class Syncer:
         for w in self.workers_for(key[1]):
             synced = w.synced.get(key[0])
             if synced is not None:
-                await reconcile.status_up(self, synced, key)
+                revision = await reconcile.status_up(self, synced, key)
+                if revision is not None:
+                    self.summaries.wrote(key, revision)
                 return
 
     def takes(self, cluster: str, target: str, resource: str) -> bool:
@@ -186,7 +188,7 @@ class Syncer:
                     self._watch_forever(target_rt, self._on_sync_target), name="syncer-targets"
                 )
                 tasks.create_task(self.negotiation.run(), name="syncer-api-negotiation")
-                for i in range(self.settings.workers):
+                for i in range(self.settings.status_workers):
                     tasks.create_task(
                         self.summaries.work(self._summarise), name=f"syncer-status-{i}"
                     )
@@ -261,11 +263,15 @@ class Syncer:
             workers = self.workers_for(obj.cluster)
             if not workers:
                 self._marks.pop(key, None)
+                self.summaries.forget(key)
                 return
             change = self._change_of(kind, key, obj)
-            if change is _Change.STATUS:
-                # Only its status changed (a summary written here or by another replica): nothing
-                # goes downstream; the summary looks once whether it still holds.
+            if kind == watching.DELETED:
+                self.summaries.forget(key)
+            echo = self.summaries.echoes(key, obj.revision)
+            if change is _Change.STATUS and not echo:
+                # Only its status changed (by another replica, or a user): nothing goes
+                # downstream; the summary looks once whether it still holds.
                 self.status_soon(key)
             elif change is _Change.CONTENT:
                 for w in workers:

@@ -40,7 +40,9 @@ class Settings:
     deletion_timeout: float = 300.0
     detach_timeout: float = 60.0
     patrol_interval: float = 60.0
-    workers: int = 4
+    workers: int = 16
+    # Status summaries write upstream only: a few at once keep up without crowding the store.
+    status_workers: int = 4
     qps: float = downstream.DEFAULT_QPS
     burst: int = downstream.DEFAULT_BURST
     max_backoff: float = 30.0
@@ -81,6 +83,8 @@ class TargetWorker:
         self.labels = labels
         self.serves = serves
         self.deleting = False
+        # Wall-clock start: what is created upstream later was never seen by a previous owner.
+        self.started_at = time.time()
         self.health = Health()
         # Logical clusters take turns: one busy cluster does not hold up the others.
         self.queue: WorkQueue[ItemKey] = WorkQueue(

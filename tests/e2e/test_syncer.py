@@ -10,6 +10,7 @@ import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -228,6 +229,31 @@ def test_status_only_churn_causes_no_writes(
     # Nobody wrote the object after the status churn: the syncer saw nothing to apply.
     assert settled["metadata"]["resourceVersion"] == after_churn["metadata"]["resourceVersion"]
     assert settled["metadata"]["generation"] == before["metadata"]["generation"]
+
+
+def test_a_status_written_upstream_by_hand_is_summarised_again(
+    up: ServerProcess, two: env.Targets, cluster: str
+) -> None:
+    up.kubectl("create", "deployment", "web", "--image=nginx", "--replicas=2", cluster=cluster)
+
+    def status() -> dict[str, Any]:
+        return env.get(up, cluster, "deployment", "web").get("status") or {}
+
+    env.eventually(lambda: status().get("availableReplicas") == 2, what="the status summed")
+    up.kubectl(
+        "patch",
+        "deployment",
+        "web",
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        json.dumps({"status": {"availableReplicas": 7}}),
+        cluster=cluster,
+    )
+    # The syncer's own status writes ask for nothing more; this one, by somebody else, does.
+    env.eventually(
+        lambda: status().get("availableReplicas") == 2, what="the summary written over it again"
+    )
 
 
 def test_upstream_delete_removes_downstream_first(

@@ -82,3 +82,32 @@ async def test_a_failed_summary_is_retried() -> None:
     finally:
         summaries.queue.close()
         await worker
+
+
+def test_only_the_event_of_a_status_written_here_is_an_echo() -> None:
+    summaries = StatusSummaries(max_delay=1.0)
+    # (record written, event revisions in order, which of them are echoes)
+    cases: list[tuple[int | None, list[int], list[bool]]] = [
+        (None, [7], [False]),  # nothing written here: every event is looked at
+        (7, [7, 7], [True, False]),  # matched once
+        (7, [5, 7], [False, True]),  # an earlier event first: ours is still to come
+        (7, [9, 7], [False, False]),  # a later write (another replica's) drops the record
+    ]
+    for written, events, echoes in cases:
+        summaries.forget(WEB)
+        if written is not None:
+            summaries.wrote(WEB, written)
+        assert [summaries.echoes(WEB, r) for r in events] == echoes, (written, events)
+
+
+def test_a_gone_object_forgets_its_written_status() -> None:
+    summaries = StatusSummaries(max_delay=1.0)
+    summaries.wrote(WEB, 7)
+    summaries.wrote(API, 8)
+    summaries.forget(WEB)
+    assert not summaries.echoes(WEB, 7)
+    assert summaries.echoes(API, 8)
+    summaries.wrote(WEB, 10)
+    summaries.wrote(WEB, 12)  # the latest write is the one awaited
+    assert not summaries.echoes(WEB, 10)
+    assert summaries.echoes(WEB, 12)
