@@ -8,6 +8,7 @@ one field manager, skipped when the object already holds what we would write.
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import logging
 import time
@@ -262,6 +263,34 @@ async def _ensure_namespace(w: TargetWorker, cluster: str, namespace: str, dns: 
     known = w.namespaces.get("", dns)
     if known is not None and not known.get("metadata", {}).get("deletionTimestamp"):
         return
+    in_flight = w.namespace_creations.get(dns)
+    if in_flight is not None:
+        # shield: a waiter cancelled (its worker stopping) must not cancel the creation
+        await asyncio.shield(in_flight)
+        return
+    created: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    w.namespace_creations[dns] = created
+    try:
+        await _create_namespace(w, cluster, namespace, dns)
+    except Exception as exc:
+        created.set_exception(exc)
+        created.exception()  # the waiters, if any, raise it; none is also fine
+        raise
+    except BaseException:
+        created.set_exception(
+            downstream.DownstreamError(
+                503, "ServiceUnavailable", f"creating namespace {dns} stopped"
+            )
+        )
+        created.exception()
+        raise
+    else:
+        created.set_result(None)
+    finally:
+        del w.namespace_creations[dns]
+
+
+async def _create_namespace(w: TargetWorker, cluster: str, namespace: str, dns: str) -> None:
     body = translate.namespace_object(w.ref, cluster, namespace)
     try:
         await w.client.request("POST", "/api/v1/namespaces", body=body)

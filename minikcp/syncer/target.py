@@ -125,6 +125,9 @@ class TargetWorker:
         # Downstream namespace -> (target uid, logical cluster, namespace): from the namespace
         # informer and from our own writes, to map downstream objects back to upstream keys.
         self.locations: dict[str, tuple[str, str, str]] = {}
+        # Downstream namespace -> the creation in flight: the workers reconciling objects of a
+        # new namespace wait for one POST instead of each sending theirs and reading the 409.
+        self.namespace_creations: dict[str, asyncio.Future[None]] = {}
         self.sync_latency = metrics.SyncLatency()
         metrics.track(self)
 

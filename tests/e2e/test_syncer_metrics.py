@@ -3,6 +3,7 @@ target, never per logical cluster, moving with the target's work and health."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 
 import pytest
@@ -119,3 +120,45 @@ def test_a_target_reports_its_work_and_health(
         assert refused, "requests to the stopped target counted as <error>"
     finally:
         down.stop()
+
+
+def test_objects_of_a_new_namespace_share_one_namespace_creation(
+    up: ServerProcess, tmp_path_factory: pytest.TempPathFactory, cluster: str
+) -> None:
+    down = server_process.start_server(
+        tmp_path_factory.mktemp("downstream"), extra_args=env.DOWNSTREAM_ARGS
+    )
+    try:
+        env.attach(up, cluster, "south", down)
+        target = f"{env.target_ref(up, cluster, 'south').cluster}:south"
+        namespace = env.downstream_ns(up, cluster, "south", "burst")
+        # Many objects of a namespace the target has not got yet, all at once: the syncer's
+        # workers reconcile them together, and each needs the namespace first.
+        items = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "burst"}}]
+        for i in range(24):
+            web = json.loads(env.slow_web(1))
+            web["metadata"] = {"name": f"web-{i}", "namespace": "burst"}
+            items.append(web)
+        up.kubectl(
+            "apply",
+            "-f",
+            "-",
+            input=json.dumps({"apiVersion": "v1", "kind": "List", "items": items}),
+            cluster=cluster,
+        )
+
+        def all_there() -> int | None:
+            found = env.find(down, "root", "-n", namespace, "deployments")
+            count = len((found or {}).get("items") or ())
+            return count if count == 24 else None
+
+        env.eventually(all_there, what="24 Deployments on south")
+        posts = [
+            s
+            for s in _scrape(up)["minikcp_syncer_downstream_requests"][1]
+            if s.labels["sync_target"] == target and s.labels["method"] == "POST"
+        ]
+        # One POST created the namespace; nobody else's POST met it as already there.
+        assert {s.labels["code"] for s in posts} == {"201"}, posts
+    finally:
+        assert down.stop() == 0
