@@ -13,44 +13,31 @@ from collections.abc import Mapping
 from typing import Any
 
 from minikcp.machinery import errors
-from minikcp.registry.objects import RequestContext, StoredObject
+from minikcp.registry.objects import RequestContext
 from minikcp.simulator import (
     controller_history,
     pod_lifecycle,
     replica_set_pass,
-    rollout,
 )
 from minikcp.simulator import daemonset_pods as ds_pods
-from minikcp.simulator.pass_result import Enqueue, PassResult
+from minikcp.simulator.kind_controller import KindController
+from minikcp.simulator.pass_result import PassResult
 from minikcp.simulator.workload_objects import WorkloadObjects
 
 KIND = "DaemonSet"
 _COMPONENT = "daemonset-controller"
 
 
-class DaemonSetController:
+class DaemonSetController(KindController):
     kind = KIND
-
-    def __init__(
-        self, objects: WorkloadObjects, options: pod_lifecycle.SimulatorOptions, enqueue: Enqueue
-    ) -> None:
-        self._objects = objects
-        self._options = options
-        self._enqueue = enqueue
-        objects.watch("apps", "daemonsets", owner_kind="", on_change=self._changed)
-
-    def _changed(self, new: StoredObject | None, old: StoredObject | None) -> None:
-        obj = new or old
-        assert obj is not None
-        self._enqueue(KIND, obj)
+    group = "apps"
+    resource = "daemonsets"
 
     async def sync(self, ctx: RequestContext, namespace: str, name: str, now: float) -> PassResult:
-        found = await self._objects.find("daemonsets", ctx, namespace, name)
         result = PassResult()
-        # A DaemonSet being deleted is left alone; its children are the collector's.
-        if found is None or found.metadata.get("deletionTimestamp"):
-            return result
-        await _DaemonSetPass(self._objects, self._options, ctx, found.view(), now, result).run()
+        ds = await self._live(ctx, namespace, name)
+        if ds is not None:
+            await _DaemonSetPass(self._objects, self._options, ctx, ds, now, result).run()
         return result
 
 
@@ -74,14 +61,7 @@ class _DaemonSetPass:
         self.name: str = ds["metadata"]["name"]
 
     def _owned(self, plural: str) -> list[Mapping[str, Any]]:
-        """Children whose controller is this DaemonSet: one of an earlier DaemonSet of the same
-        name (another uid) is not adopted, and the garbage collector deletes it."""
-        uid = self.ds["metadata"].get("uid")
-        return [
-            o.view()
-            for o in self.objects.owned(plural, self.ctx.cluster, self.namespace, KIND, self.name)
-            if (rollout.controller_of(o.view()) or {}).get("uid") == uid
-        ]
+        return self.objects.controlled(plural, self.ctx.cluster, KIND, self.ds)
 
     async def run(self) -> None:
         hash_ = ds_pods.template_hash(self.ds)
@@ -177,17 +157,7 @@ class _DaemonSetPass:
         return by_node
 
     async def _run_pods(self, pods: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-        views = []
         min_ready = ds_pods.min_ready_seconds(self.ds)
-        for pod in pods:
-            outcome = await replica_set_pass.advance_pod(
-                self.objects, self.options, self.ctx, pod, self.ds, self.now
-            )
-            self.result.writes += outcome.writes
-            self.result.again = self.result.again or bool(outcome.writes)
-            self.result.due(outcome.next_at)
-            ready = pod_lifecycle.is_ready(outcome.obj)
-            if ready and not pod_lifecycle.is_available(outcome.obj, min_ready, self.now):
-                self.result.due(self.now + 1.0)
-            views.append(outcome.obj)
-        return views
+        return await replica_set_pass.advance_pods(
+            self.objects, self.options, self.ctx, pods, self.ds, min_ready, self.now, self.result
+        )

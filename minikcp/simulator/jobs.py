@@ -21,7 +21,8 @@ from typing import Any
 from minikcp.machinery import propagation
 from minikcp.registry.objects import RequestContext, StoredObject
 from minikcp.simulator import job_pods, pod_lifecycle, replica_set_pass, rollout
-from minikcp.simulator.pass_result import Enqueue, PassResult
+from minikcp.simulator.kind_controller import KindController
+from minikcp.simulator.pass_result import PassResult
 from minikcp.simulator.workload_objects import WorkloadObjects
 
 KIND = "Job"
@@ -29,22 +30,17 @@ _COMPONENT = "job-controller"
 _TERMINAL = {"SuccessCriteriaMet": "Complete", "FailureTarget": "Failed"}
 
 
-class JobController:
+class JobController(KindController):
     kind = KIND
-
-    def __init__(
-        self, objects: WorkloadObjects, options: pod_lifecycle.SimulatorOptions, enqueue: Enqueue
-    ) -> None:
-        self._objects = objects
-        self._options = options
-        self._enqueue = enqueue
-        # Indexed by their CronJob, for the CronJob controller.
-        objects.watch("batch", "jobs", owner_kind="CronJob", on_change=self._changed)
+    group = "batch"
+    resource = "jobs"
+    # Indexed by their CronJob, for the CronJob controller.
+    owner_kind = "CronJob"
 
     def _changed(self, new: StoredObject | None, old: StoredObject | None) -> None:
+        super()._changed(new, old)
         obj = new or old
         assert obj is not None
-        self._enqueue(KIND, obj)
         self._enqueue("", obj)  # its CronJob, if any
 
     async def sync(self, ctx: RequestContext, namespace: str, name: str, now: float) -> PassResult:
@@ -121,14 +117,7 @@ class _JobPass:
         if job_pods.is_finished_job(job):
             await self._expire(status)
             return
-        meta = job["metadata"]
-        owned: list[Mapping[str, Any]] = [
-            p.view()
-            for p in self.objects.owned(
-                "pods", self.ctx.cluster, meta.get("namespace", ""), KIND, meta["name"]
-            )
-            if (rollout.controller_of(p.view()) or {}).get("uid") == meta.get("uid")
-        ]
+        owned = self.objects.controlled("pods", self.ctx.cluster, KIND, job)
         active: list[Mapping[str, Any]] = []
         counted: list[Mapping[str, Any]] = []
         terminating = 0

@@ -25,6 +25,7 @@ from minikcp.simulator import (
     rollout,
 )
 from minikcp.simulator import statefulset_pods as sts_pods
+from minikcp.simulator.kind_controller import KindController
 from minikcp.simulator.pass_result import Enqueue, PassResult
 from minikcp.simulator.workload_objects import WorkloadObjects
 
@@ -34,16 +35,15 @@ STOP_CONTAINERS = 0.5
 _COMPONENT = "statefulset-controller"
 
 
-class StatefulSetController:
+class StatefulSetController(KindController):
     kind = KIND
+    group = "apps"
+    resource = "statefulsets"
 
     def __init__(
         self, objects: WorkloadObjects, options: pod_lifecycle.SimulatorOptions, enqueue: Enqueue
     ) -> None:
-        self._objects = objects
-        self._options = options
-        self._enqueue = enqueue
-        objects.watch("apps", "statefulsets", owner_kind="", on_change=self._changed)
+        super().__init__(objects, options, enqueue)
         objects.writes_to("", "persistentvolumeclaims")
         objects.watch(
             "apps",
@@ -52,24 +52,17 @@ class StatefulSetController:
             on_change=self._revision_changed,
         )
 
-    def _changed(self, new: StoredObject | None, old: StoredObject | None) -> None:
-        obj = new or old
-        assert obj is not None
-        self._enqueue(KIND, obj)
-
     def _revision_changed(self, new: StoredObject | None, old: StoredObject | None) -> None:
         # Only deletions by someone else matter: the owner re-creates what it needs.
         if new is None and old is not None:
             self._enqueue("", old)
 
     async def sync(self, ctx: RequestContext, namespace: str, name: str, now: float) -> PassResult:
-        found = await self._objects.find("statefulsets", ctx, namespace, name)
         result = PassResult()
         # A set being deleted is left alone (updateStatefulSet); its children are the collector's.
-        if found is None or found.metadata.get("deletionTimestamp"):
-            return result
-        sync = _StatefulSetPass(self._objects, self._options, ctx, found.view(), now, result)
-        await sync.run()
+        sts = await self._live(ctx, namespace, name)
+        if sts is not None:
+            await _StatefulSetPass(self._objects, self._options, ctx, sts, now, result).run()
         return result
 
 
@@ -94,14 +87,7 @@ class _StatefulSetPass:
         self.name: str = meta["name"]
 
     def _owned(self, plural: str) -> list[Mapping[str, Any]]:
-        """Children whose controller is this set: one of an earlier set of the same name (another
-        uid) is not adopted, and the garbage collector deletes it."""
-        uid = self.sts["metadata"].get("uid")
-        return [
-            o.view()
-            for o in self.objects.owned(plural, self.ctx.cluster, self.namespace, KIND, self.name)
-            if (rollout.controller_of(o.view()) or {}).get("uid") == uid
-        ]
+        return self.objects.controlled(plural, self.ctx.cluster, KIND, self.sts)
 
     async def run(self) -> None:
         status = self.sts.get("status") or {}
@@ -228,11 +214,9 @@ class _StatefulSetPass:
     async def _pods(self) -> dict[int, Mapping[str, Any]]:
         """The set's pods by ordinal; pods that finished terminating are removed."""
         pods: dict[int, Mapping[str, Any]] = {}
-        uid = self.sts["metadata"].get("uid")
         for pod in self._owned("pods"):
-            ref = rollout.controller_of(pod) or {}
             ordinal = sts_pods.ordinal(self.name, pod["metadata"]["name"])
-            if ref.get("uid") != uid or ordinal is None:
+            if ordinal is None:
                 continue
             if replica_set_pass.finishes_termination(pod):
                 ends = self.objects.terminating_since(pod, self.now) + STOP_CONTAINERS
@@ -277,26 +261,10 @@ class _StatefulSetPass:
             self.result.writes += 3
 
     async def _run_pods(self, pods: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-        """The kubelets: each pod's status to its plan; the pass is due again at the next
-        change."""
-        views = []
         min_ready = sts_pods.min_ready_seconds(self.sts)
-        for pod in pods:
-            if sts_pods.is_terminating(pod):
-                views.append(pod)
-                continue
-            outcome = await replica_set_pass.advance_pod(
-                self.objects, self.options, self.ctx, pod, self.sts, self.now
-            )
-            self.result.writes += outcome.writes
-            # A pod that changed (became Ready) may let the next step go.
-            self.result.again = self.result.again or bool(outcome.writes)
-            self.result.due(outcome.next_at)
-            ready = pod_lifecycle.is_ready(outcome.obj)
-            if ready and not pod_lifecycle.is_available(outcome.obj, min_ready, self.now):
-                self.result.due(self.now + 1.0)
-            views.append(outcome.obj)
-        return views
+        return await replica_set_pass.advance_pods(
+            self.objects, self.options, self.ctx, pods, self.sts, min_ready, self.now, self.result
+        )
 
 
 def _set_owner_references(refs: list[dict[str, Any]], claim: dict[str, Any]) -> None:
