@@ -29,7 +29,7 @@ from minikcp.registry import registry as registry_module
 from minikcp.registry import store as generic_store
 from minikcp.registry.objects import RequestContext, StoredObject, WriteOptions
 from minikcp.registry.strategies import core
-from minikcp.runtime.work_queue import WorkQueue, run_worker
+from minikcp.runtime.work_queue import WorkQueue, run_worker, run_workers
 from storage import errors as storage_errors
 
 logger = logging.getLogger(__name__)
@@ -173,14 +173,16 @@ class NamespaceController:
         self._wanted = asyncio.Event()
 
     async def run(self) -> None:
-        try:
-            async with asyncio.TaskGroup() as tasks:
-                for i in range(self._workers):
-                    tasks.create_task(self._work(), name=f"namespace-worker-{i}")
-                tasks.create_task(self._follow(), name="namespace-informer")
-                tasks.create_task(self._follow_content(), name="namespace-content-watch")
-        finally:
-            self._queue.close()
+        await run_workers(
+            self._queue,
+            self._work,
+            workers=self._workers,
+            worker_name="namespace-worker",
+            followers={
+                "namespace-informer": self._follow,
+                "namespace-content-watch": self._follow_content,
+            },
+        )
 
     async def _follow(self) -> None:
         revision = await self._list()
