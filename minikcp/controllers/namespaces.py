@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -326,6 +326,16 @@ class NamespaceController:
             status["conditions"] = merged_conditions(existing, wanted, generic_store.now_rfc3339())
             return obj
 
+        await self._update_subresource(ctx, name, "status", mutate)
+
+    async def _update_subresource(
+        self,
+        ctx: RequestContext,
+        name: str,
+        subresource: str,
+        mutate: Callable[[dict[str, Any] | None], dict[str, Any]],
+    ) -> None:
+        """A write of the namespace's `subresource`; a namespace gone meanwhile needs none."""
         try:
             await self._namespaces.guaranteed_update(
                 ctx,
@@ -333,7 +343,7 @@ class NamespaceController:
                 name,
                 mutate,
                 WriteOptions(field_manager=FIELD_MANAGER),
-                subresource="status",
+                subresource=subresource,
                 decoded=True,
             )
         except errors.StatusError as exc:
@@ -350,17 +360,5 @@ class NamespaceController:
             spec["finalizers"] = [f for f in spec.get("finalizers") or () if f != core.FINALIZER]
             return obj
 
-        try:
-            await self._namespaces.guaranteed_update(
-                ctx,
-                "",
-                name,
-                mutate,
-                WriteOptions(field_manager=FIELD_MANAGER),
-                subresource="finalize",
-                decoded=True,
-            )
-        except errors.StatusError as exc:
-            if exc.code != 404:
-                raise
+        await self._update_subresource(ctx, name, "finalize", mutate)
         logger.info("namespace %s/%s finalized", ctx.cluster, name)
