@@ -1,4 +1,6 @@
-"""Keeps an in-memory index of one key prefix current through the watch hub."""
+"""Keeps in-memory state of one key prefix current through the watch hub: an index that reloads
+what it missed (`follow_prefix`), or a cache that drops what it can no longer trust
+(`follow_from_now`)."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from storage import types as storage_types
 
 # (key, value or None for a deletion, revision)
 Apply = Callable[[str, bytes | None, int], None]
+EventHandler = Callable[[storage_types.Event], None]
 
 
 async def follow_prefix(
@@ -40,3 +43,22 @@ async def follow_prefix(
             watcher.close()
         await asyncio.sleep(0.1)
         after = await reload()
+
+
+async def follow_from_now(
+    hub: storage_hub.WatchHub, prefix: str, on_event: EventHandler, on_cut_off: Callable[[], None]
+) -> None:
+    """Hands every change under `prefix` from now on to `on_event`, for the server's lifetime.
+    When the watch is cut off, what was missed is unknown: `on_cut_off` drops what the cache can
+    no longer trust, and the watch starts again from the newest revision."""
+    while True:
+        watcher = hub.watch(prefix, after=hub.revision)
+        try:
+            async for event in watcher:
+                on_event(event)
+        except storage_errors.WatcherClosed:
+            pass
+        finally:
+            watcher.close()
+        on_cut_off()
+        await asyncio.sleep(0.1)
