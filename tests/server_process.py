@@ -22,6 +22,19 @@ import yaml
 from minikcp.auth import pki
 from minikcp.cli import kubeconfigs
 
+# Old revisions compacted within a fraction of a second, and a watch cache too small to serve
+# them: a watch from an old revision gets 410 Gone.
+COMPACTING_ARGS = (
+    "--compaction-interval",
+    "0.2",
+    "--retain-revisions",
+    "5",
+    "--retain-seconds",
+    "0",
+    "--watch-cache-size",
+    "10",
+)
+
 
 def free_port() -> int:
     with socket.socket() as s:
