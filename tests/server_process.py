@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
@@ -12,6 +13,7 @@ import time
 import urllib.error
 import urllib.request
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,6 +21,19 @@ import yaml
 
 from minikcp.auth import pki
 from minikcp.cli import kubeconfigs
+
+# Old revisions compacted within a fraction of a second, and a watch cache too small to serve
+# them: a watch from an old revision gets 410 Gone.
+COMPACTING_ARGS = (
+    "--compaction-interval",
+    "0.2",
+    "--retain-revisions",
+    "5",
+    "--retain-seconds",
+    "0",
+    "--watch-cache-size",
+    "10",
+)
 
 
 def free_port() -> int:
@@ -187,6 +202,23 @@ def start_server(
         time.sleep(0.05)
     server.stop()
     raise RuntimeError(f"minikcp did not become ready:\n{server.log()}")
+
+
+def stop_cleanly(proc: ServerProcess) -> None:
+    """Stop the server: it must exit 0 with no traceback in its log."""
+    code = proc.stop()
+    assert code == 0, f"server exited with {code}:\n{proc.log()}"
+    assert "Traceback" not in proc.log(), proc.log()
+
+
+@contextlib.contextmanager
+def serving(workdir: Path, *, extra_args: tuple[str, ...] = ()) -> Iterator[ServerProcess]:
+    """A server (`start_server`) for the block, stopped cleanly after it (`stop_cleanly`)."""
+    proc = start_server(workdir, extra_args=extra_args)
+    try:
+        yield proc
+    finally:
+        stop_cleanly(proc)
 
 
 def kubectl_available(binary: str = "kubectl") -> bool:

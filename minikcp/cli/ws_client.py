@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import base64
 import json
-import os
-import ssl
-import tempfile
 import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Any
+
+from minikcp.client import credentials
 
 
 class ClientError(Exception):
@@ -31,37 +29,7 @@ class Client:
         self._headers = {"Accept": "application/json", "User-Agent": user_agent}
         if user.get("token"):
             self._headers["Authorization"] = f"Bearer {user['token']}"
-        self._ssl = self._context(cluster, user, base)
-
-    @staticmethod
-    def _data(entry: dict[str, Any], key: str, base: Path) -> bytes | None:
-        if entry.get(f"{key}-data"):
-            return base64.b64decode(entry[f"{key}-data"])
-        if entry.get(key):
-            path = Path(entry[key])
-            return (path if path.is_absolute() else base / path).read_bytes()
-        return None
-
-    def _context(self, cluster: dict[str, Any], user: dict[str, Any], base: Path) -> ssl.SSLContext:
-        ctx = ssl.create_default_context()
-        if cluster.get("insecure-skip-tls-verify"):
-            ctx.check_hostname = False
-            ctx.verify_mode = ssl.CERT_NONE
-        ca = self._data(cluster, "certificate-authority", base)
-        if ca is not None:
-            ctx.load_verify_locations(cadata=ca.decode())
-        cert = self._data(user, "client-certificate", base)
-        key = self._data(user, "client-key", base)
-        if cert is not None and key is not None:
-            # ssl loads client credentials from files only: a private file, removed at once.
-            fd, name = tempfile.mkstemp(prefix="kubectl-ws-")
-            try:
-                with os.fdopen(fd, "wb") as handle:
-                    handle.write(cert + b"\n" + key)
-                ctx.load_cert_chain(name)
-            finally:
-                os.unlink(name)
-        return ctx
+        self._ssl = credentials.ssl_context(cluster, user, base)
 
     def request(
         self, method: str, url: str, body: Any = None, *, content_type: str = "application/json"

@@ -55,7 +55,7 @@ def from_kubeconfig(path: str | Path | None = None, context: str | None = None) 
     if not cluster.get("server"):
         raise KubeconfigError(f"context {name!r} has no server")
     headers = {"Authorization": f"Bearer {user['token']}"} if user.get("token") else {}
-    return Credentials(cluster["server"], _ssl_context(cluster, user, file.parent), headers)
+    return Credentials(cluster["server"], ssl_context(cluster, user, file.parent), headers)
 
 
 def _named(config: dict[str, Any], section: str, name: str, key: str) -> dict[str, Any]:
@@ -74,7 +74,9 @@ def _data(entry: dict[str, Any], key: str, base: Path) -> bytes | None:
     return None
 
 
-def _ssl_context(cluster: dict[str, Any], user: dict[str, Any], base: Path) -> ssl.SSLContext:
+def ssl_context(cluster: dict[str, Any], user: dict[str, Any], base: Path) -> ssl.SSLContext:
+    """TLS for a kubeconfig's cluster and user entries (files relative to `base`): the CA to
+    trust, or none with insecure-skip-tls-verify, and the client certificate, if any."""
     ctx = ssl.create_default_context()
     if cluster.get("insecure-skip-tls-verify"):
         ctx.check_hostname = False

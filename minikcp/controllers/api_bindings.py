@@ -22,7 +22,7 @@ CRD or of another binding in the workspace queues the bindings it may concern.
 
 from __future__ import annotations
 
-import asyncio
+import functools
 import logging
 from collections.abc import Mapping
 from typing import Any
@@ -34,7 +34,7 @@ from minikcp.apis import kcp_conditions as conds
 from minikcp.machinery import errors
 from minikcp.registry import bound_apis, registry, store
 from minikcp.registry.objects import RequestContext, StoredObject, WriteOptions
-from minikcp.runtime.work_queue import WorkQueue, run_worker
+from minikcp.runtime.work_queue import WorkQueue, run_worker, run_workers
 from minikcp.tenancy.resolver import ClusterResolver
 
 logger = logging.getLogger(__name__)
@@ -81,20 +81,22 @@ class APIBindingController:
 
     async def run(self) -> None:
         crd_type = self._registry.crds.crd_type
-        try:
-            async with asyncio.TaskGroup() as tasks:
-                for i in range(self._workers):
-                    tasks.create_task(self._work(), name=f"apibinding-worker-{i}")
-                tasks.create_task(self._follow_bindings(), name="apibindings")
-                tasks.create_task(self._follow_exports(), name="apibinding-exports")
-                tasks.create_task(
-                    self._follow_clusters(self._schema_rt, exports=True), name="apibinding-schemas"
-                )
-                tasks.create_task(
-                    self._follow_clusters(crd_type, exports=False), name="apibinding-crds"
-                )
-        finally:
-            self._queue.close()
+        await run_workers(
+            self._queue,
+            self._work,
+            workers=self._workers,
+            worker_name="apibinding-worker",
+            followers={
+                "apibindings": self._follow_bindings,
+                "apibinding-exports": self._follow_exports,
+                "apibinding-schemas": functools.partial(
+                    self._follow_clusters, self._schema_rt, exports=True
+                ),
+                "apibinding-crds": functools.partial(
+                    self._follow_clusters, crd_type, exports=False
+                ),
+            },
+        )
 
     # -- events ---------------------------------------------------------------------------
 

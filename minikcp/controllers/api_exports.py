@@ -15,8 +15,8 @@ slices are followed through the hub, and an export's change queues the slices th
 
 from __future__ import annotations
 
-import asyncio
 import base64
+import functools
 import logging
 import secrets
 from collections.abc import Mapping
@@ -27,7 +27,7 @@ from minikcp.apis import kcp_conditions as conds
 from minikcp.machinery import errors
 from minikcp.registry import registry, store
 from minikcp.registry.objects import RequestContext, StoredObject, WriteOptions
-from minikcp.runtime.work_queue import WorkQueue, run_worker
+from minikcp.runtime.work_queue import WorkQueue, run_worker, run_workers
 from minikcp.tenancy.resolver import ClusterResolver
 
 logger = logging.getLogger(__name__)
@@ -71,14 +71,16 @@ class APIExportController:
         self._export_of: dict[tuple[str, str], tuple[str, str]] = {}
 
     async def run(self) -> None:
-        try:
-            async with asyncio.TaskGroup() as tasks:
-                for i in range(self._workers):
-                    tasks.create_task(self._work(), name=f"apiexport-worker-{i}")
-                tasks.create_task(self._follow(self._exports.rt, _EXPORT), name="apiexports")
-                tasks.create_task(self._follow(self._slices.rt, _SLICE), name="endpointslices")
-        finally:
-            self._queue.close()
+        await run_workers(
+            self._queue,
+            self._work,
+            workers=self._workers,
+            worker_name="apiexport-worker",
+            followers={
+                "apiexports": functools.partial(self._follow, self._exports.rt, _EXPORT),
+                "endpointslices": functools.partial(self._follow, self._slices.rt, _SLICE),
+            },
+        )
 
     async def _follow(self, rt: catalog.ResourceType, kind: str) -> None:
         revision = await self._list(rt, kind)

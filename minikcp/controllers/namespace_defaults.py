@@ -14,7 +14,7 @@ namespaces users created, none for idle logical clusters.
 
 from __future__ import annotations
 
-import asyncio
+import functools
 import logging
 from typing import Any
 
@@ -28,7 +28,7 @@ from minikcp.registry.namespace_defaults import (
 )
 from minikcp.registry.namespaces import BUILTIN_NAMESPACES
 from minikcp.registry.objects import RequestContext, WriteOptions
-from minikcp.runtime.work_queue import WorkQueue, run_worker
+from minikcp.runtime.work_queue import WorkQueue, run_worker, run_workers
 
 logger = logging.getLogger(__name__)
 
@@ -57,17 +57,17 @@ class NamespaceDefaultsController:
         )
 
     async def run(self) -> None:
-        try:
-            async with asyncio.TaskGroup() as tasks:
-                for i in range(self._workers):
-                    tasks.create_task(self._work(), name=f"namespace-defaults-worker-{i}")
-                tasks.create_task(self._follow_namespaces(), name="namespace-defaults-namespaces")
-                for found in self._stores:
-                    tasks.create_task(
-                        self._follow_defaults(found), name=f"namespace-defaults-{found.rt.plural}"
-                    )
-        finally:
-            self._queue.close()
+        defaults = {
+            f"namespace-defaults-{found.rt.plural}": functools.partial(self._follow_defaults, found)
+            for found in self._stores
+        }
+        await run_workers(
+            self._queue,
+            self._work,
+            workers=self._workers,
+            worker_name="namespace-defaults-worker",
+            followers={"namespace-defaults-namespaces": self._follow_namespaces, **defaults},
+        )
 
     async def _follow_namespaces(self) -> None:
         revision = await self._list()

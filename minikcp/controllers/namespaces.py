@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,7 +29,7 @@ from minikcp.registry import registry as registry_module
 from minikcp.registry import store as generic_store
 from minikcp.registry.objects import RequestContext, StoredObject, WriteOptions
 from minikcp.registry.strategies import core
-from minikcp.runtime.work_queue import WorkQueue, run_worker
+from minikcp.runtime.work_queue import WorkQueue, run_worker, run_workers
 from storage import errors as storage_errors
 
 logger = logging.getLogger(__name__)
@@ -173,14 +173,16 @@ class NamespaceController:
         self._wanted = asyncio.Event()
 
     async def run(self) -> None:
-        try:
-            async with asyncio.TaskGroup() as tasks:
-                for i in range(self._workers):
-                    tasks.create_task(self._work(), name=f"namespace-worker-{i}")
-                tasks.create_task(self._follow(), name="namespace-informer")
-                tasks.create_task(self._follow_content(), name="namespace-content-watch")
-        finally:
-            self._queue.close()
+        await run_workers(
+            self._queue,
+            self._work,
+            workers=self._workers,
+            worker_name="namespace-worker",
+            followers={
+                "namespace-informer": self._follow,
+                "namespace-content-watch": self._follow_content,
+            },
+        )
 
     async def _follow(self) -> None:
         revision = await self._list()
@@ -324,6 +326,16 @@ class NamespaceController:
             status["conditions"] = merged_conditions(existing, wanted, generic_store.now_rfc3339())
             return obj
 
+        await self._update_subresource(ctx, name, "status", mutate)
+
+    async def _update_subresource(
+        self,
+        ctx: RequestContext,
+        name: str,
+        subresource: str,
+        mutate: Callable[[dict[str, Any] | None], dict[str, Any]],
+    ) -> None:
+        """A write of the namespace's `subresource`; a namespace gone meanwhile needs none."""
         try:
             await self._namespaces.guaranteed_update(
                 ctx,
@@ -331,7 +343,7 @@ class NamespaceController:
                 name,
                 mutate,
                 WriteOptions(field_manager=FIELD_MANAGER),
-                subresource="status",
+                subresource=subresource,
                 decoded=True,
             )
         except errors.StatusError as exc:
@@ -348,17 +360,5 @@ class NamespaceController:
             spec["finalizers"] = [f for f in spec.get("finalizers") or () if f != core.FINALIZER]
             return obj
 
-        try:
-            await self._namespaces.guaranteed_update(
-                ctx,
-                "",
-                name,
-                mutate,
-                WriteOptions(field_manager=FIELD_MANAGER),
-                subresource="finalize",
-                decoded=True,
-            )
-        except errors.StatusError as exc:
-            if exc.code != 404:
-                raise
+        await self._update_subresource(ctx, name, "finalize", mutate)
         logger.info("namespace %s/%s finalized", ctx.cluster, name)

@@ -27,7 +27,7 @@ from minikcp.machinery import quota as quota_math
 from minikcp.registry import namespace_defaults
 from minikcp.registry import registry as registry_module
 from minikcp.registry.objects import RequestContext, WriteOptions
-from minikcp.runtime.work_queue import WorkQueue, run_worker
+from minikcp.runtime.work_queue import WorkQueue, run_worker, run_workers
 from storage import errors as storage_errors
 
 logger = logging.getLogger(__name__)
@@ -115,14 +115,16 @@ class ResourceQuotaController:
             self._queue.add(key)
 
     async def run(self) -> None:
-        try:
-            async with asyncio.TaskGroup() as tasks:
-                for i in range(self._workers):
-                    tasks.create_task(self._work(), name=f"resource-quotas-{i}")
-                tasks.create_task(self._follow_quotas(), name="resource-quota-changes")
-                tasks.create_task(self._follow_content(), name="resource-quota-content")
-        finally:
-            self._queue.close()
+        await run_workers(
+            self._queue,
+            self._work,
+            workers=self._workers,
+            worker_name="resource-quotas",
+            followers={
+                "resource-quota-changes": self._follow_quotas,
+                "resource-quota-content": self._follow_content,
+            },
+        )
 
     async def _follow_quotas(self) -> None:
         revision = await self._list()

@@ -9,7 +9,6 @@ per-key exponential back-off; a watch that was cut off is followed by a new list
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import Any
 
@@ -17,7 +16,7 @@ import orjson
 
 from minikcp.machinery import errors
 from minikcp.registry import registry
-from minikcp.runtime.work_queue import WorkQueue, run_worker
+from minikcp.runtime.work_queue import WorkQueue, run_worker, run_workers
 from minikcp.tenancy import phases, workspaces
 
 logger = logging.getLogger(__name__)
@@ -51,13 +50,13 @@ class WorkspaceController:
 
     async def run(self) -> None:
         await self._lifecycle.ensure_root()
-        try:
-            async with asyncio.TaskGroup() as tasks:
-                for i in range(self._workers):
-                    tasks.create_task(self._work(), name=f"workspace-worker-{i}")
-                tasks.create_task(self._follow(), name="workspace-informer")
-        finally:
-            self._queue.close()
+        await run_workers(
+            self._queue,
+            self._work,
+            workers=self._workers,
+            worker_name="workspace-worker",
+            followers={"workspace-informer": self._follow},
+        )
 
     async def _follow(self) -> None:
         revision = await self._list()

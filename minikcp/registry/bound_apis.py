@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
@@ -23,12 +24,10 @@ from typing import Any, Protocol
 import orjson
 
 from minikcp.apis import api_exports, catalog, crds
-from minikcp.registry import keys, store
+from minikcp.registry import keys, prefix_follower, store
 from minikcp.registry.objects import RequestContext, StoredObject, WriteOptions
-from storage import errors as storage_errors
 from storage import hub as storage_hub
 from storage import interface as storage_interface
-from storage import types as storage_types
 
 logger = logging.getLogger(__name__)
 
@@ -357,24 +356,13 @@ class BoundAPIs:
     async def run(self, storage: storage_interface.Storage, hub: storage_hub.WatchHub) -> None:
         """Follows bindings and schemas through the hub for the server's lifetime (one watch
         of the group's prefix; exports and endpoint slices are passed over)."""
-        after = self._loaded_revision
-        while True:
-            try:
-                watcher = hub.watch(self._group_prefix, after=after)
-            except storage_errors.Compacted:
-                after = await self._reload(storage)
-                continue
-            try:
-                async for event in watcher:
-                    value = event.value if event.type is storage_types.EventType.PUT else None
-                    self.apply(event.key, value, event.revision)
-                    after = event.revision
-            except (storage_errors.WatcherClosed, storage_errors.Compacted):
-                pass
-            finally:
-                watcher.close()
-            await asyncio.sleep(0.1)
-            after = await self._reload(storage)  # cut off: what we missed is only in storage
+        await prefix_follower.follow_prefix(
+            hub,
+            self._group_prefix,
+            self._loaded_revision,
+            self.apply,
+            functools.partial(self._reload, storage),
+        )
 
     async def _reload(self, storage: storage_interface.Storage) -> int:
         self._bounded.clear()

@@ -16,6 +16,7 @@ when that set or a schema changes. Clusters without either still get the built-i
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Mapping
 from typing import Any
@@ -24,12 +25,10 @@ import orjson
 
 from minikcp.apis import catalog, crds
 from minikcp.machinery import errors, go_text
-from minikcp.registry import bound_apis, keys
+from minikcp.registry import bound_apis, keys, prefix_follower
 from minikcp.registry.objects import RequestContext, StoredObject, WriteOptions
-from storage import errors as storage_errors
 from storage import hub as storage_hub
 from storage import interface as storage_interface
-from storage import types as storage_types
 
 logger = logging.getLogger(__name__)
 
@@ -193,25 +192,13 @@ class CustomCatalogs:
 
     async def run(self, storage: storage_interface.Storage, hub: storage_hub.WatchHub) -> None:
         """Follows the CRDs through the hub for the server's lifetime."""
-        after = self._loaded_revision
-        while True:
-            try:
-                watcher = hub.watch(self._prefix, after=after)
-            except storage_errors.Compacted:
-                after = await self._reload(storage)
-                continue
-            try:
-                async for event in watcher:
-                    value = event.value if event.type is storage_types.EventType.PUT else None
-                    self.apply(event.key, value, event.revision)
-                    after = event.revision
-            except (storage_errors.WatcherClosed, storage_errors.Compacted):
-                pass
-            finally:
-                watcher.close()
-            await asyncio.sleep(0.1)
-            # Cut off: what we missed is only in storage now.
-            after = await self._reload(storage)
+        await prefix_follower.follow_prefix(
+            hub,
+            self._prefix,
+            self._loaded_revision,
+            self.apply,
+            functools.partial(self._reload, storage),
+        )
 
     async def _reload(self, storage: storage_interface.Storage) -> int:
         before = set(self._crds)

@@ -9,7 +9,6 @@ namespaces kept is bounded.
 
 from __future__ import annotations
 
-import asyncio
 import collections
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -18,11 +17,12 @@ from typing import Any, Generic, TypeVar
 import orjson
 
 from minikcp.apis import catalog
-from minikcp.registry import keys
+from minikcp.registry import keys, prefix_follower
 from minikcp.registry import storage_errors as interpreted
 from storage import errors as storage_errors
 from storage import hub as storage_hub
 from storage import interface as storage_interface
+from storage import types as storage_types
 
 _CACHED_NAMESPACES = 65536
 T = TypeVar("T")
@@ -94,27 +94,24 @@ class NamespacedIndex(Generic[T]):
 
     async def run(self, hub: storage_hub.WatchHub) -> None:
         """Forget a namespace's objects when one of them changes; runs for the server's life."""
-        prefix = keys.resource_prefix(self.rt)
-        while True:
-            watcher = hub.watch(prefix, after=hub.revision)
-            try:
-                async for event in watcher:
-                    self._epoch += 1
-                    where = keys.parse_key(self.rt, event.key)
-                    cache_key = (where.cluster, where.namespace)
-                    cached = self._cache.get(cache_key)
-                    if cached is None:
-                        continue
-                    own = event.value is not None and any(
-                        e.key == event.key and e.revision == event.revision for e in cached
-                    )
-                    if not own:
-                        del self._cache[cache_key]
-            except storage_errors.WatcherClosed:
-                pass
-            finally:
-                watcher.close()
-            # Cut off: nothing cached can be trusted any more.
-            self._epoch += 1
-            self._cache.clear()
-            await asyncio.sleep(0.1)
+        await prefix_follower.follow_from_now(
+            hub, keys.resource_prefix(self.rt), self._changed, self._cut_off
+        )
+
+    def _changed(self, event: storage_types.Event) -> None:
+        self._epoch += 1
+        where = keys.parse_key(self.rt, event.key)
+        cache_key = (where.cluster, where.namespace)
+        cached = self._cache.get(cache_key)
+        if cached is None:
+            return
+        own = event.value is not None and any(
+            e.key == event.key and e.revision == event.revision for e in cached
+        )
+        if not own:
+            del self._cache[cache_key]
+
+    def _cut_off(self) -> None:
+        # Nothing cached can be trusted any more.
+        self._epoch += 1
+        self._cache.clear()

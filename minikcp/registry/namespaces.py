@@ -20,11 +20,12 @@ from typing import Any
 
 from minikcp.apis import catalog
 from minikcp.machinery import errors, list_options, propagation
-from minikcp.registry import codec, keys
+from minikcp.registry import codec, keys, prefix_follower
 from minikcp.registry import store as generic_store
 from minikcp.registry.objects import RequestContext, StoredObject, WriteOptions
 from storage import errors as storage_errors
 from storage import hub as storage_hub
+from storage import types as storage_types
 
 BUILTIN_NAMESPACES = ("default", "kube-node-lease", "kube-public", "kube-system")
 _ACTIVE_CACHE_SIZE = 65536
@@ -76,22 +77,19 @@ class NamespaceStore(generic_store.ResourceStore):
 
     async def run(self, hub: storage_hub.WatchHub) -> None:
         """Forget cached namespace states as namespaces change; runs for the server's lifetime."""
-        prefix = keys.resource_prefix(self.rt)
-        while True:
-            watcher = hub.watch(prefix, after=hub.revision)
-            try:
-                async for event in watcher:
-                    self._epoch += 1
-                    key = keys.parse_key(self.rt, event.key)
-                    self._active.pop((key.cluster, key.name), None)
-            except storage_errors.WatcherClosed:
-                pass
-            finally:
-                watcher.close()
-            # Cut off or ended: nothing cached can be trusted any more.
-            self._epoch += 1
-            self._active.clear()
-            await asyncio.sleep(0.1)
+        await prefix_follower.follow_from_now(
+            hub, keys.resource_prefix(self.rt), self._changed, self._cut_off
+        )
+
+    def _changed(self, event: storage_types.Event) -> None:
+        self._epoch += 1
+        key = keys.parse_key(self.rt, event.key)
+        self._active.pop((key.cluster, key.name), None)
+
+    def _cut_off(self) -> None:
+        # Nothing cached can be trusted any more.
+        self._epoch += 1
+        self._active.clear()
 
     def virtual(self, cluster: str, name: str) -> StoredObject | None:
         if name not in BUILTIN_NAMESPACES:

@@ -15,8 +15,8 @@ import collections
 import logging
 import time
 import weakref
-from collections.abc import Awaitable, Callable, Hashable
-from typing import Generic, TypeVar
+from collections.abc import Awaitable, Callable, Coroutine, Hashable, Mapping
+from typing import Any, Generic, TypeVar
 
 K = TypeVar("K", bound=Hashable)
 
@@ -249,3 +249,24 @@ async def run_worker(
                 queue.add_after(key, again)
         finally:
             queue.done(key)
+
+
+async def run_workers(
+    queue: WorkQueue[K],
+    work: Callable[[], Coroutine[Any, Any, None]],
+    *,
+    workers: int,
+    worker_name: str,
+    followers: Mapping[str, Callable[[], Coroutine[Any, Any, None]]],
+) -> None:
+    """A controller's tasks until it is cancelled: `workers` workers (`work`) on its queue, named
+    `<worker_name>-<i>`, and one task per follower (an informer or a watch) under its name. The
+    queue closes when they end, so no worker waits on it for ever."""
+    try:
+        async with asyncio.TaskGroup() as tasks:
+            for i in range(workers):
+                tasks.create_task(work(), name=f"{worker_name}-{i}")
+            for name, follow in followers.items():
+                tasks.create_task(follow(), name=name)
+    finally:
+        queue.close()

@@ -17,51 +17,34 @@ from collections.abc import Mapping
 from typing import Any
 
 from minikcp.machinery import cron_schedule, errors, propagation
-from minikcp.registry.objects import RequestContext, StoredObject
-from minikcp.simulator import cronjob_plans, pod_lifecycle, rollout
-from minikcp.simulator.pass_result import Enqueue, PassResult
-from minikcp.simulator.workload_objects import WorkloadObjects
+from minikcp.registry.objects import RequestContext
+from minikcp.simulator import cronjob_plans, rollout
+from minikcp.simulator.kind_controller import KindController
+from minikcp.simulator.pass_result import PassResult
 
 KIND = "CronJob"
 _COMPONENT = "cronjob-controller"
 
 
-class CronJobController:
+class CronJobController(KindController):
     kind = KIND
-
-    def __init__(
-        self, objects: WorkloadObjects, options: pod_lifecycle.SimulatorOptions, enqueue: Enqueue
-    ) -> None:
-        self._objects = objects
-        self._offset = options.clock_offset
-        self._enqueue = enqueue
-        objects.watch("batch", "cronjobs", owner_kind="", on_change=self._changed)
-
-    def _changed(self, new: StoredObject | None, old: StoredObject | None) -> None:
-        obj = new or old
-        assert obj is not None
-        self._enqueue(KIND, obj)
+    group = "batch"
+    resource = "cronjobs"
 
     async def sync(self, ctx: RequestContext, namespace: str, name: str, now: float) -> PassResult:
         objects = self._objects
-        found = await objects.find("cronjobs", ctx, namespace, name)
         result = PassResult()
         # A CronJob being deleted starts nothing; its Jobs are the collector's.
-        if found is None or found.metadata.get("deletionTimestamp"):
+        cj = await self._live(ctx, namespace, name)
+        if cj is None:
             return result
-        cj = found.view()
-        uid = cj["metadata"].get("uid")
         try:
             schedule = cron_schedule.parse(cj.get("spec", {}).get("schedule", ""))
         except cron_schedule.CronError as exc:
             await objects.record_event(ctx, cj, "UnparseableSchedule", str(exc), _COMPONENT)
             return result
-        clock = time.time() + self._offset
-        jobs: list[Mapping[str, Any]] = [
-            j.view()
-            for j in objects.owned("jobs", ctx.cluster, namespace, KIND, name)
-            if (rollout.controller_of(j.view()) or {}).get("uid") == uid
-        ]
+        clock = time.time() + self._options.clock_offset
+        jobs = objects.controlled("jobs", ctx.cluster, KIND, cj)
         status = dict(cj.get("status") or {})
         running, finished = cronjob_plans.reconcile_active(status, jobs)
         for job in finished:
@@ -103,7 +86,7 @@ class CronJobController:
             result.writes += 1
         upcoming = cronjob_plans.next_activation(cj, schedule, clock)
         if upcoming is not None:
-            result.due(upcoming - self._offset)
+            result.due(upcoming - self._options.clock_offset)
         return result
 
     async def _delete_job(self, ctx: RequestContext, job: Mapping[str, Any]) -> None:

@@ -13,83 +13,27 @@ from collections.abc import Mapping
 from typing import Any
 
 from minikcp.machinery import errors
-from minikcp.registry.objects import RequestContext, StoredObject
 from minikcp.simulator import (
     controller_history,
-    pod_lifecycle,
     replica_set_pass,
-    rollout,
 )
 from minikcp.simulator import daemonset_pods as ds_pods
-from minikcp.simulator.pass_result import Enqueue, PassResult
-from minikcp.simulator.workload_objects import WorkloadObjects
+from minikcp.simulator.kind_controller import KindController, KindPass
 
 KIND = "DaemonSet"
 _COMPONENT = "daemonset-controller"
 
 
-class DaemonSetController:
+class _DaemonSetPass(KindPass):
     kind = KIND
 
-    def __init__(
-        self, objects: WorkloadObjects, options: pod_lifecycle.SimulatorOptions, enqueue: Enqueue
-    ) -> None:
-        self._objects = objects
-        self._options = options
-        self._enqueue = enqueue
-        objects.watch("apps", "daemonsets", owner_kind="", on_change=self._changed)
-
-    def _changed(self, new: StoredObject | None, old: StoredObject | None) -> None:
-        obj = new or old
-        assert obj is not None
-        self._enqueue(KIND, obj)
-
-    async def sync(self, ctx: RequestContext, namespace: str, name: str, now: float) -> PassResult:
-        found = await self._objects.find("daemonsets", ctx, namespace, name)
-        result = PassResult()
-        # A DaemonSet being deleted is left alone; its children are the collector's.
-        if found is None or found.metadata.get("deletionTimestamp"):
-            return result
-        await _DaemonSetPass(self._objects, self._options, ctx, found.view(), now, result).run()
-        return result
-
-
-class _DaemonSetPass:
-    def __init__(
-        self,
-        objects: WorkloadObjects,
-        options: pod_lifecycle.SimulatorOptions,
-        ctx: RequestContext,
-        ds: Mapping[str, Any],
-        now: float,
-        result: PassResult,
-    ) -> None:
-        self.objects = objects
-        self.options = options
-        self.ctx = ctx
-        self.ds = ds
-        self.now = now
-        self.result = result
-        self.namespace: str = ds["metadata"].get("namespace", "")
-        self.name: str = ds["metadata"]["name"]
-
-    def _owned(self, plural: str) -> list[Mapping[str, Any]]:
-        """Children whose controller is this DaemonSet: one of an earlier DaemonSet of the same
-        name (another uid) is not adopted, and the garbage collector deletes it."""
-        uid = self.ds["metadata"].get("uid")
-        return [
-            o.view()
-            for o in self.objects.owned(plural, self.ctx.cluster, self.namespace, KIND, self.name)
-            if (rollout.controller_of(o.view()) or {}).get("uid") == uid
-        ]
-
     async def run(self) -> None:
-        hash_ = ds_pods.template_hash(self.ds)
-        revisions = controller_history.by_number(self._owned("controllerrevisions"))
+        hash_ = ds_pods.template_hash(self.obj)
+        revisions = controller_history.by_number(self.controlled("controllerrevisions"))
         current = await self._current_revision(revisions, hash_)
         by_node = await self._pods_by_node()
         node_names = self.objects.nodes
-        steps = ds_pods.next_steps(self.ds, node_names, by_node, hash_, self.now)
+        steps = ds_pods.next_steps(self.obj, node_names, by_node, hash_, self.now)
         doomed = set(steps.delete)
         for pods in by_node.values():
             for pod in [p for p in pods if p["metadata"]["name"] in doomed]:
@@ -98,7 +42,7 @@ class _DaemonSetPass:
                 self.result.writes += 1
                 await self._event("SuccessfulDelete", f"Deleted pod: {pod['metadata']['name']}")
         for node in steps.create:
-            body = ds_pods.new_pod(self.ds, hash_, node)
+            body = ds_pods.new_pod(self.obj, hash_, node)
             created = await self.objects.create("pods", self.ctx, body)
             by_node.setdefault(node, []).append(created.view())
             self.result.writes += 1
@@ -112,17 +56,17 @@ class _DaemonSetPass:
             for pods in by_node.values()
             for p in pods
         }
-        limit = self.ds.get("spec", {}).get("revisionHistoryLimit", 10)
+        limit = self.obj.get("spec", {}).get("revisionHistoryLimit", 10)
         for old in controller_history.surplus(revisions, live, limit):
             await self.objects.delete("controllerrevisions", self.ctx, old)
             self.result.writes += 1
-        status = ds_pods.daemon_status(self.ds, node_names, by_node, hash_, self.now)
-        if status != (self.ds.get("status") or {}):
-            await self.objects.write_status("daemonsets", self.ctx, self.ds, status)
+        status = ds_pods.daemon_status(self.obj, node_names, by_node, hash_, self.now)
+        if status != (self.obj.get("status") or {}):
+            await self.objects.write_status("daemonsets", self.ctx, self.obj, status)
             self.result.writes += 1
 
     async def _event(self, reason: str, message: str) -> None:
-        await self.objects.record_event(self.ctx, self.ds, reason, message, _COMPONENT)
+        await self.objects.record_event(self.ctx, self.obj, reason, message, _COMPONENT)
 
     async def _current_revision(self, revisions: list[Mapping[str, Any]], hash_: str) -> str:
         """constructHistory: the revision of the current template, created or renumbered."""
@@ -130,15 +74,15 @@ class _DaemonSetPass:
         name = controller_history.revision_name(self.name, hash_)
         existing = next((r for r in revisions if r["metadata"]["name"] == name), None)
         if existing is None:
-            body = controller_history.new_revision(self.ds, next_number, None)
+            body = controller_history.new_revision(self.obj, next_number, None)
             body["metadata"]["name"] = name
             body["metadata"]["labels"] = {
                 **(body["metadata"]["labels"] or {}),
                 ds_pods.HASH_LABEL: hash_,
             }
             del body["metadata"]["labels"][controller_history.HASH_LABEL]
-            if self.ds["metadata"].get("annotations"):
-                body["metadata"]["annotations"] = dict(self.ds["metadata"]["annotations"])
+            if self.obj["metadata"].get("annotations"):
+                body["metadata"]["annotations"] = dict(self.obj["metadata"]["annotations"])
             try:
                 await self.objects.create("controllerrevisions", self.ctx, body)
             except errors.StatusError as exc:
@@ -159,14 +103,14 @@ class _DaemonSetPass:
 
     async def _collided(self) -> None:
         """A revision of that name not ours: count a collision, which changes the hash."""
-        status = dict(self.ds.get("status") or {})
+        status = dict(self.obj.get("status") or {})
         status["collisionCount"] = status.get("collisionCount", 0) + 1
-        await self.objects.write_status("daemonsets", self.ctx, self.ds, status)
+        await self.objects.write_status("daemonsets", self.ctx, self.obj, status)
 
     async def _pods_by_node(self) -> dict[str, list[Mapping[str, Any]]]:
         """The DaemonSet's live pods by node; pods that finished terminating are removed."""
         by_node: dict[str, list[Mapping[str, Any]]] = {}
-        for pod in self._owned("pods"):
+        for pod in self.controlled("pods"):
             if pod["metadata"].get("deletionTimestamp"):
                 if replica_set_pass.finishes_termination(pod):
                     await self.objects.delete("pods", self.ctx, pod)
@@ -177,17 +121,14 @@ class _DaemonSetPass:
         return by_node
 
     async def _run_pods(self, pods: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-        views = []
-        min_ready = ds_pods.min_ready_seconds(self.ds)
-        for pod in pods:
-            outcome = await replica_set_pass.advance_pod(
-                self.objects, self.options, self.ctx, pod, self.ds, self.now
-            )
-            self.result.writes += outcome.writes
-            self.result.again = self.result.again or bool(outcome.writes)
-            self.result.due(outcome.next_at)
-            ready = pod_lifecycle.is_ready(outcome.obj)
-            if ready and not pod_lifecycle.is_available(outcome.obj, min_ready, self.now):
-                self.result.due(self.now + 1.0)
-            views.append(outcome.obj)
-        return views
+        min_ready = ds_pods.min_ready_seconds(self.obj)
+        return await replica_set_pass.advance_pods(
+            self.objects, self.options, self.ctx, pods, self.obj, min_ready, self.now, self.result
+        )
+
+
+class DaemonSetController(KindController):
+    kind = KIND
+    group = "apps"
+    resource = "daemonsets"
+    pass_type = _DaemonSetPass

@@ -21,7 +21,8 @@ from typing import Any
 from minikcp.machinery import propagation
 from minikcp.registry.objects import RequestContext, StoredObject
 from minikcp.simulator import job_pods, pod_lifecycle, replica_set_pass, rollout
-from minikcp.simulator.pass_result import Enqueue, PassResult
+from minikcp.simulator.kind_controller import KindController, KindPass
+from minikcp.simulator.pass_result import PassResult
 from minikcp.simulator.workload_objects import WorkloadObjects
 
 KIND = "Job"
@@ -29,22 +30,17 @@ _COMPONENT = "job-controller"
 _TERMINAL = {"SuccessCriteriaMet": "Complete", "FailureTarget": "Failed"}
 
 
-class JobController:
+class JobController(KindController):
     kind = KIND
-
-    def __init__(
-        self, objects: WorkloadObjects, options: pod_lifecycle.SimulatorOptions, enqueue: Enqueue
-    ) -> None:
-        self._objects = objects
-        self._options = options
-        self._enqueue = enqueue
-        # Indexed by their CronJob, for the CronJob controller.
-        objects.watch("batch", "jobs", owner_kind="CronJob", on_change=self._changed)
+    group = "batch"
+    resource = "jobs"
+    # Indexed by their CronJob, for the CronJob controller.
+    owner_kind = "CronJob"
 
     def _changed(self, new: StoredObject | None, old: StoredObject | None) -> None:
+        super()._changed(new, old)
         obj = new or old
         assert obj is not None
-        self._enqueue(KIND, obj)
         self._enqueue("", obj)  # its CronJob, if any
 
     async def sync(self, ctx: RequestContext, namespace: str, name: str, now: float) -> PassResult:
@@ -98,37 +94,16 @@ async def release_orphan(
     return (await objects.update("pods", ctx, pod, _drop_tracking_finalizer)).view(), 1
 
 
-class _JobPass:
-    def __init__(
-        self,
-        objects: WorkloadObjects,
-        options: pod_lifecycle.SimulatorOptions,
-        ctx: RequestContext,
-        job: Mapping[str, Any],
-        now: float,
-        result: PassResult,
-    ) -> None:
-        self.objects = objects
-        self.options = options
-        self.ctx = ctx
-        self.job = job
-        self.now = now
-        self.result = result
+class _JobPass(KindPass):
+    kind = KIND
 
     async def run(self) -> None:
-        job = self.job
+        job = self.obj
         status: Mapping[str, Any] = job.get("status") or {}
         if job_pods.is_finished_job(job):
             await self._expire(status)
             return
-        meta = job["metadata"]
-        owned: list[Mapping[str, Any]] = [
-            p.view()
-            for p in self.objects.owned(
-                "pods", self.ctx.cluster, meta.get("namespace", ""), KIND, meta["name"]
-            )
-            if (rollout.controller_of(p.view()) or {}).get("uid") == meta.get("uid")
-        ]
+        owned = self.controlled("pods")
         active: list[Mapping[str, Any]] = []
         counted: list[Mapping[str, Any]] = []
         terminating = 0
@@ -214,12 +189,12 @@ class _JobPass:
             self.result.due(started + deadline)
 
     async def _event(self, reason: str, message: str, event_type: str = "Normal") -> None:
-        await self.objects.record_event(self.ctx, self.job, reason, message, _COMPONENT, event_type)
+        await self.objects.record_event(self.ctx, self.obj, reason, message, _COMPONENT, event_type)
 
     async def _kubelet(self, pod: Mapping[str, Any]) -> Mapping[str, Any]:
         """Running and Ready at once; Succeeded or Failed after its run time, or restarting its
         container (OnFailure)."""
-        run_for, fails = job_pods.run_plan(pod, self.job, self.options)
+        run_for, fails = job_pods.run_plan(pod, self.obj, self.options)
         started = self.objects.started(pod)
         ends = started + run_for
         if fails and (pod.get("spec") or {}).get("restartPolicy") == "OnFailure":
@@ -251,7 +226,7 @@ class _JobPass:
 
     async def _expire(self, status: Mapping[str, Any]) -> None:
         """The TTL-after-finished controller: delete the Job once its time is up."""
-        ttl = self.job.get("spec", {}).get("ttlSecondsAfterFinished")
+        ttl = self.obj.get("spec", {}).get("ttlSecondsAfterFinished")
         finished = rollout.parse_time(status.get("completionTime", "")) or next(
             (
                 rollout.parse_time(c.get("lastTransitionTime", ""))
@@ -267,7 +242,7 @@ class _JobPass:
             return
         # As ttlafterfinished: in the foreground, so the Job goes after its pods.
         await self.objects.delete(
-            "jobs", self.ctx, self.job, propagation=propagation.FOREGROUND_POLICY
+            "jobs", self.ctx, self.obj, propagation=propagation.FOREGROUND_POLICY
         )
         self.result.writes += 1
 

@@ -21,6 +21,7 @@ from typing import Any
 from minikcp.machinery import errors, selectors
 from minikcp.registry.objects import RequestContext, StoredObject
 from minikcp.simulator import pod_lifecycle, rollout
+from minikcp.simulator.pass_result import PassResult
 from minikcp.simulator.workload_objects import WorkloadObjects
 
 REPLICA_FAILURE = "ReplicaFailure"
@@ -195,6 +196,35 @@ async def advance_pod(
         outcome.obj = (await objects.write_status("pods", ctx, pod, status)).view()
         outcome.writes += 1
     return outcome
+
+
+async def advance_pods(
+    objects: WorkloadObjects,
+    options: pod_lifecycle.SimulatorOptions,
+    ctx: RequestContext,
+    pods: list[Mapping[str, Any]],
+    owner: Mapping[str, Any],
+    min_ready: int,
+    now: float,
+    result: PassResult,
+) -> list[Mapping[str, Any]]:
+    """The kubelets of a controller's pods, each pod's status to its plan (a terminating pod is
+    left as it is); the pass is due again at the next change. Returns the pods as now stored."""
+    views = []
+    for pod in pods:
+        if pod.get("metadata", {}).get("deletionTimestamp"):
+            views.append(pod)
+            continue
+        outcome = await advance_pod(objects, options, ctx, pod, owner, now)
+        result.writes += outcome.writes
+        # A pod that changed (became Ready) may let the next step go.
+        result.again = result.again or bool(outcome.writes)
+        result.due(outcome.next_at)
+        ready = pod_lifecycle.is_ready(outcome.obj)
+        if ready and not pod_lifecycle.is_available(outcome.obj, min_ready, now):
+            result.due(now + 1.0)
+        views.append(outcome.obj)
+    return views
 
 
 async def sync_replica_set(

@@ -16,10 +16,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from minikcp.machinery import selectors
-from minikcp.registry.objects import RequestContext, StoredObject
-from minikcp.simulator import pod_lifecycle, replica_set_pass
-from minikcp.simulator.pass_result import Enqueue, PassResult
-from minikcp.simulator.workload_objects import WorkloadObjects
+from minikcp.registry.objects import RequestContext
+from minikcp.simulator import replica_set_pass
+from minikcp.simulator.kind_controller import KindController
+from minikcp.simulator.pass_result import PassResult
 
 KIND = "ReplicationController"
 _RESOURCE = "replicationcontrollers"
@@ -36,33 +36,21 @@ _OWNER = replica_set_pass.PodOwner(_RESOURCE, "replication-controller", _map_sel
 _NO_DEPLOYMENT: dict[str, object] = {}
 
 
-class ReplicationControllerController:
+class ReplicationControllerController(KindController):
     kind = KIND
-
-    def __init__(
-        self, objects: WorkloadObjects, options: pod_lifecycle.SimulatorOptions, enqueue: Enqueue
-    ) -> None:
-        self._objects = objects
-        self._options = options
-        self._enqueue = enqueue
-        objects.watch("", _RESOURCE, owner_kind="", on_change=self._changed)
-
-    def _changed(self, new: StoredObject | None, old: StoredObject | None) -> None:
-        obj = new or old
-        assert obj is not None
-        self._enqueue(KIND, obj)
+    group = ""
+    resource = _RESOURCE
 
     async def sync(self, ctx: RequestContext, namespace: str, name: str, now: float) -> PassResult:
-        found = await self._objects.find(_RESOURCE, ctx, namespace, name)
         result = PassResult()
-        # One being deleted is left alone; its pods are the collector's.
-        if found is None or found.metadata.get("deletionTimestamp"):
+        rc = await self._live(ctx, namespace, name)
+        if rc is None:
             return result
         outcome = await replica_set_pass.sync_replica_set(
             self._objects,
             self._options,
             ctx,
-            found.view(),
+            rc,
             _NO_DEPLOYMENT,
             now,
             owner=_OWNER,

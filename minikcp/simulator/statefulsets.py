@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from minikcp.machinery import errors
-from minikcp.registry.objects import RequestContext, StoredObject
+from minikcp.registry.objects import StoredObject
 from minikcp.simulator import (
     controller_history,
     pod_lifecycle,
@@ -25,7 +25,8 @@ from minikcp.simulator import (
     rollout,
 )
 from minikcp.simulator import statefulset_pods as sts_pods
-from minikcp.simulator.pass_result import Enqueue, PassResult
+from minikcp.simulator.kind_controller import KindController, KindPass
+from minikcp.simulator.pass_result import Enqueue
 from minikcp.simulator.workload_objects import WorkloadObjects
 
 KIND = "StatefulSet"
@@ -34,81 +35,15 @@ STOP_CONTAINERS = 0.5
 _COMPONENT = "statefulset-controller"
 
 
-class StatefulSetController:
+class _StatefulSetPass(KindPass):
     kind = KIND
 
-    def __init__(
-        self, objects: WorkloadObjects, options: pod_lifecycle.SimulatorOptions, enqueue: Enqueue
-    ) -> None:
-        self._objects = objects
-        self._options = options
-        self._enqueue = enqueue
-        objects.watch("apps", "statefulsets", owner_kind="", on_change=self._changed)
-        objects.writes_to("", "persistentvolumeclaims")
-        objects.watch(
-            "apps",
-            "controllerrevisions",
-            owner_kind=("StatefulSet", "DaemonSet"),
-            on_change=self._revision_changed,
-        )
-
-    def _changed(self, new: StoredObject | None, old: StoredObject | None) -> None:
-        obj = new or old
-        assert obj is not None
-        self._enqueue(KIND, obj)
-
-    def _revision_changed(self, new: StoredObject | None, old: StoredObject | None) -> None:
-        # Only deletions by someone else matter: the owner re-creates what it needs.
-        if new is None and old is not None:
-            self._enqueue("", old)
-
-    async def sync(self, ctx: RequestContext, namespace: str, name: str, now: float) -> PassResult:
-        found = await self._objects.find("statefulsets", ctx, namespace, name)
-        result = PassResult()
-        # A set being deleted is left alone (updateStatefulSet); its children are the collector's.
-        if found is None or found.metadata.get("deletionTimestamp"):
-            return result
-        sync = _StatefulSetPass(self._objects, self._options, ctx, found.view(), now, result)
-        await sync.run()
-        return result
-
-
-class _StatefulSetPass:
-    def __init__(
-        self,
-        objects: WorkloadObjects,
-        options: pod_lifecycle.SimulatorOptions,
-        ctx: RequestContext,
-        sts: Mapping[str, Any],
-        now: float,
-        result: PassResult,
-    ) -> None:
-        self.objects = objects
-        self.options = options
-        self.ctx = ctx
-        self.sts = sts
-        self.now = now
-        self.result = result
-        meta = sts["metadata"]
-        self.namespace: str = meta.get("namespace", "")
-        self.name: str = meta["name"]
-
-    def _owned(self, plural: str) -> list[Mapping[str, Any]]:
-        """Children whose controller is this set: one of an earlier set of the same name (another
-        uid) is not adopted, and the garbage collector deletes it."""
-        uid = self.sts["metadata"].get("uid")
-        return [
-            o.view()
-            for o in self.objects.owned(plural, self.ctx.cluster, self.namespace, KIND, self.name)
-            if (rollout.controller_of(o.view()) or {}).get("uid") == uid
-        ]
-
     async def run(self) -> None:
-        status = self.sts.get("status") or {}
+        status = self.obj.get("status") or {}
         collisions = status.get("collisionCount") or 0
-        revisions = controller_history.by_number(self._owned("controllerrevisions"))
+        revisions = controller_history.by_number(self.controlled("controllerrevisions"))
         update, collisions = await self._update_revision(revisions, collisions)
-        revisions = controller_history.by_number(self._owned("controllerrevisions"))
+        revisions = controller_history.by_number(self.controlled("controllerrevisions"))
         current = next(
             (r for r in revisions if r["metadata"]["name"] == status.get("currentRevision")),
             update,
@@ -116,7 +51,7 @@ class _StatefulSetPass:
         current_name = current["metadata"]["name"]
         update_name = update["metadata"]["name"]
         pods = await self._pods()
-        steps = sts_pods.next_steps(self.sts, pods, current_name, update_name, self.now)
+        steps = sts_pods.next_steps(self.obj, pods, current_name, update_name, self.now)
         templates = {
             current_name: controller_history.template_of(current),
             update_name: controller_history.template_of(update),
@@ -133,7 +68,7 @@ class _StatefulSetPass:
         for ordinal, revision in steps.create:
             await self._create_claims(ordinal)
             body = sts_pods.new_pod(
-                self.sts,
+                self.obj,
                 templates[revision],
                 revision,
                 ordinal,
@@ -147,33 +82,33 @@ class _StatefulSetPass:
             self.result.again = True
         views = await self._run_pods(list(pods.values()))
         live = {current_name, update_name} | {sts_pods.revision_of(p) for p in views}
-        limit = self.sts.get("spec", {}).get("revisionHistoryLimit", 10)
+        limit = self.obj.get("spec", {}).get("revisionHistoryLimit", 10)
         for old in controller_history.surplus(revisions, live, limit):
             await self.objects.delete("controllerrevisions", self.ctx, old)
             self.result.writes += 1
         new_status = sts_pods.set_status(
-            self.sts, views, current_name, update_name, collisions, self.now
+            self.obj, views, current_name, update_name, collisions, self.now
         )
         if new_status != status:
-            await self.objects.write_status("statefulsets", self.ctx, self.sts, new_status)
+            await self.objects.write_status("statefulsets", self.ctx, self.obj, new_status)
             self.result.writes += 1
 
     def _condemned(self, ordinal: int) -> bool:
-        start = sts_pods.start_ordinal(self.sts)
-        return not start <= ordinal < start + rollout.replicas(self.sts)
+        start = sts_pods.start_ordinal(self.obj)
+        return not start <= ordinal < start + rollout.replicas(self.obj)
 
     async def _scaled_down_claims(self, ordinal: int, pod: Mapping[str, Any]) -> None:
         """whenScaled: Delete: the condemned pod becomes its claims' controller before it is
         deleted, so the garbage collector deletes them after it."""
-        if sts_pods.retention(self.sts)[1] != "Delete":
+        if sts_pods.retention(self.obj)[1] != "Delete":
             return
-        for claim in sts_pods.claims_for(self.sts, ordinal):
+        for claim in sts_pods.claims_for(self.obj, ordinal):
             found = await self.objects.find(
                 "persistentvolumeclaims", self.ctx, self.namespace, claim["metadata"]["name"]
             )
             if found is None:
                 continue
-            refs = sts_pods.condemned_claim_refs(found.view(), self.sts, pod)
+            refs = sts_pods.condemned_claim_refs(found.view(), self.obj, pod)
             if refs == found.metadata.get("ownerReferences"):
                 continue
             await self.objects.update(
@@ -188,7 +123,7 @@ class _StatefulSetPass:
         """recordPodEvent / recordClaimEvent: `<what> <set> successful`."""
         ending = "success" if what.startswith("create Claim") else "successful"
         message = f"{what} {self.name} {ending}"
-        await self.objects.record_event(self.ctx, self.sts, reason, message, _COMPONENT)
+        await self.objects.record_event(self.ctx, self.obj, reason, message, _COMPONENT)
 
     async def _update_revision(
         self, revisions: list[Mapping[str, Any]], collisions: int
@@ -197,7 +132,7 @@ class _StatefulSetPass:
         (a template that came back) or created (a taken name counts a collision)."""
         next_number = (controller_history.number(revisions[-1]) if revisions else 0) + 1
         while True:
-            wanted = controller_history.new_revision(self.sts, next_number, collisions)
+            wanted = controller_history.new_revision(self.obj, next_number, collisions)
             equal = controller_history.find_equal(revisions, wanted)
             if equal and equal[-1] is revisions[-1]:
                 return equal[-1], collisions
@@ -228,11 +163,9 @@ class _StatefulSetPass:
     async def _pods(self) -> dict[int, Mapping[str, Any]]:
         """The set's pods by ordinal; pods that finished terminating are removed."""
         pods: dict[int, Mapping[str, Any]] = {}
-        uid = self.sts["metadata"].get("uid")
-        for pod in self._owned("pods"):
-            ref = rollout.controller_of(pod) or {}
+        for pod in self.controlled("pods"):
             ordinal = sts_pods.ordinal(self.name, pod["metadata"]["name"])
-            if ref.get("uid") != uid or ordinal is None:
+            if ordinal is None:
                 continue
             if replica_set_pass.finishes_termination(pod):
                 ends = self.objects.terminating_since(pod, self.now) + STOP_CONTAINERS
@@ -250,7 +183,7 @@ class _StatefulSetPass:
 
     async def _create_claims(self, ordinal: int) -> None:
         """createPersistentVolumeClaims: the pod's claims unless they exist; bound at once."""
-        for claim in sts_pods.claims_for(self.sts, ordinal):
+        for claim in sts_pods.claims_for(self.obj, ordinal):
             try:
                 created = await self.objects.create("persistentvolumeclaims", self.ctx, claim)
             except errors.StatusError as exc:
@@ -277,26 +210,10 @@ class _StatefulSetPass:
             self.result.writes += 3
 
     async def _run_pods(self, pods: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-        """The kubelets: each pod's status to its plan; the pass is due again at the next
-        change."""
-        views = []
-        min_ready = sts_pods.min_ready_seconds(self.sts)
-        for pod in pods:
-            if sts_pods.is_terminating(pod):
-                views.append(pod)
-                continue
-            outcome = await replica_set_pass.advance_pod(
-                self.objects, self.options, self.ctx, pod, self.sts, self.now
-            )
-            self.result.writes += outcome.writes
-            # A pod that changed (became Ready) may let the next step go.
-            self.result.again = self.result.again or bool(outcome.writes)
-            self.result.due(outcome.next_at)
-            ready = pod_lifecycle.is_ready(outcome.obj)
-            if ready and not pod_lifecycle.is_available(outcome.obj, min_ready, self.now):
-                self.result.due(self.now + 1.0)
-            views.append(outcome.obj)
-        return views
+        min_ready = sts_pods.min_ready_seconds(self.obj)
+        return await replica_set_pass.advance_pods(
+            self.objects, self.options, self.ctx, pods, self.obj, min_ready, self.now, self.result
+        )
 
 
 def _set_owner_references(refs: list[dict[str, Any]], claim: dict[str, Any]) -> None:
@@ -305,3 +222,27 @@ def _set_owner_references(refs: list[dict[str, Any]], claim: dict[str, Any]) -> 
 
 def _bind_volume(volume: str, claim: dict[str, Any]) -> None:
     claim["spec"]["volumeName"] = volume
+
+
+class StatefulSetController(KindController):
+    kind = KIND
+    group = "apps"
+    resource = "statefulsets"
+    pass_type = _StatefulSetPass
+
+    def __init__(
+        self, objects: WorkloadObjects, options: pod_lifecycle.SimulatorOptions, enqueue: Enqueue
+    ) -> None:
+        super().__init__(objects, options, enqueue)
+        objects.writes_to("", "persistentvolumeclaims")
+        objects.watch(
+            "apps",
+            "controllerrevisions",
+            owner_kind=("StatefulSet", "DaemonSet"),
+            on_change=self._revision_changed,
+        )
+
+    def _revision_changed(self, new: StoredObject | None, old: StoredObject | None) -> None:
+        # Only deletions by someone else matter: the owner re-creates what it needs.
+        if new is None and old is not None:
+            self._enqueue("", old)

@@ -118,6 +118,18 @@ class WorkloadObjects:
         cache = self._kinds[plural][1]
         return cache.owned_by(cluster, namespace, owner, owner_kind) if cache is not None else []
 
+    def controlled(
+        self, plural: str, cluster: str, owner_kind: str, owner: Mapping[str, Any]
+    ) -> list[Mapping[str, Any]]:
+        """Children whose controller is this very owner: one of an earlier owner of the same
+        name (another uid) is not adopted, and the garbage collector deletes it."""
+        meta = owner["metadata"]
+        uid = meta.get("uid")
+        owned = self.owned(plural, cluster, meta.get("namespace", ""), owner_kind, meta["name"])
+        return [
+            o.view() for o in owned if (rollout.controller_of(o.view()) or {}).get("uid") == uid
+        ]
+
     async def find_deployment(
         self, ctx: RequestContext, namespace: str, name: str
     ) -> StoredObject | None:

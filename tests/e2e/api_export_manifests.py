@@ -105,6 +105,28 @@ def binding(path: str, name: str = "example", export_name: str = EXPORT) -> dict
     }
 
 
+def widget_crd() -> dict[str, Any]:
+    """A CRD of the exported group's widgets: what a binding of the export conflicts with."""
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"widgets.{GROUP}"},
+        "spec": {
+            "group": GROUP,
+            "names": {"kind": "Widget", "plural": "widgets"},
+            "scope": "Namespaced",
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {"openAPIV3Schema": {"type": "object"}},
+                }
+            ],
+        },
+    }
+
+
 def as_yaml(*objects: dict[str, Any]) -> str:
     return yaml.safe_dump_all(objects)
 

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import yaml
 
 from minikcp.syncer import translate
+from tests import server_process
 from tests.e2e.polling import eventually as eventually  # the suites call env.eventually
 from tests.server_process import ServerProcess
 
@@ -31,6 +34,33 @@ UPSTREAM_ARGS = (
 
 # Physical clusters: Deployments get ReplicaSets and Pods, Ready a second after they start.
 DOWNSTREAM_ARGS = ("--simulate-workloads", "--rollout-delay", "1")
+
+
+@contextlib.contextmanager
+def upstream(workdir: Path) -> Iterator[ServerProcess]:
+    """minikcp with the syncer's short timings for the block, stopped cleanly after it."""
+    with server_process.serving(workdir, extra_args=UPSTREAM_ARGS) as proc:
+        yield proc
+
+
+@contextlib.contextmanager
+def physical(
+    workdir: Path, extra_args: tuple[str, ...] = DOWNSTREAM_ARGS
+) -> Iterator[ServerProcess]:
+    """A physical cluster (a minikcp simulating workloads) for the block, stopped cleanly after."""
+    with server_process.serving(workdir, extra_args=extra_args) as proc:
+        yield proc
+
+
+@contextlib.contextmanager
+def physical_pair(
+    workdir: Path,
+    first_args: tuple[str, ...] = DOWNSTREAM_ARGS,
+    second_args: tuple[str, ...] = DOWNSTREAM_ARGS,
+) -> Iterator[tuple[ServerProcess, ServerProcess]]:
+    """Two physical clusters for the block, stopped cleanly after it."""
+    with physical(workdir, first_args) as first, physical(workdir, second_args) as second:
+        yield first, second
 
 
 def minikcp(*args: str) -> subprocess.CompletedProcess[str]:

@@ -12,6 +12,9 @@ import orjson
 
 from tests import server_process
 from tests.server_process import ServerProcess
+from tests.server_process import (
+    stop_cleanly as stop_cleanly,  # the suites call tenants.stop_cleanly
+)
 
 
 @dataclass
@@ -52,12 +55,6 @@ def start_with_tokens(workdir: Path) -> ServerProcess:
     token_file = workdir / "tokens.csv"
     token_file.write_text(TOKENS)
     return server_process.start_server(workdir, extra_args=("--token-auth-file", str(token_file)))
-
-
-def stop_cleanly(proc: ServerProcess) -> None:
-    code = proc.stop()
-    assert code == 0, f"server exited with {code}:\n{proc.log()}"
-    assert "Traceback" not in proc.log(), proc.log()
 
 
 def new_cluster() -> str:

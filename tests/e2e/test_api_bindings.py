@@ -315,24 +315,7 @@ def test_unbinding_removes_the_kind_and_its_objects(server: ServerProcess, provi
 def test_conflicts_with_crds_and_other_bindings(server: ServerProcess, provider: str) -> None:
     # A CRD first: the binding reports the conflict and serves nothing of the export.
     first = m.workspace(server, "crd-first")
-    crd = {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"widgets.{m.GROUP}"},
-        "spec": {
-            "group": m.GROUP,
-            "names": {"kind": "Widget", "plural": "widgets"},
-            "scope": "Namespaced",
-            "versions": [
-                {
-                    "name": "v1",
-                    "served": True,
-                    "storage": True,
-                    "schema": {"openAPIV3Schema": {"type": "object"}},
-                }
-            ],
-        },
-    }
+    crd = m.widget_crd()
     server.kubectl("apply", "-f", "-", cluster=first, input=json.dumps(crd))
     server.kubectl("apply", "-f", "-", cluster=first, input=m.as_yaml(m.binding(provider)))
 

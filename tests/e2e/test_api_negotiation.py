@@ -15,7 +15,6 @@ from typing import Any
 
 import pytest
 
-from tests import server_process
 from tests.e2e import syncer_env as env
 from tests.server_process import ServerProcess
 
@@ -73,12 +72,8 @@ def establish(server: ServerProcess, cluster: str, manifest: str) -> None:
 
 @pytest.fixture(scope="module")
 def up(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    proc = server_process.start_server(
-        tmp_path_factory.mktemp("upstream"), extra_args=env.UPSTREAM_ARGS
-    )
-    yield proc
-    assert proc.stop() == 0, proc.log()
-    assert "Traceback" not in proc.log(), proc.log()
+    with env.upstream(tmp_path_factory.mktemp("upstream")) as proc:
+        yield proc
 
 
 @pytest.fixture(scope="module")
@@ -86,14 +81,10 @@ def downs(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[tuple[ServerProcess, ServerProcess]]:
     """`wide` serves the logical clusters' schema of gizmos, `narrow` a narrower one."""
-    work = tmp_path_factory.mktemp("downstream")
-    wide, narrow = (server_process.start_server(work, extra_args=env.DOWNSTREAM_ARGS) for _ in "ab")
-    establish(wide, "root", gizmo_crd(shape=True, colors=COLORS))
-    establish(narrow, "root", gizmo_crd(shape=False, colors=["red", "green"]))
-    yield wide, narrow
-    for proc in (wide, narrow):
-        assert proc.stop() == 0, proc.log()
-        assert "Traceback" not in proc.log(), proc.log()
+    with env.physical_pair(tmp_path_factory.mktemp("downstream")) as (wide, narrow):
+        establish(wide, "root", gizmo_crd(shape=True, colors=COLORS))
+        establish(narrow, "root", gizmo_crd(shape=False, colors=["red", "green"]))
+        yield wide, narrow
 
 
 def attach(

@@ -255,16 +255,7 @@ async def test_one_subscription_expires_the_others_go_on_and_the_informer_resume
 ) -> None:
     proc = server_process.start_server(
         tmp_path,
-        extra_args=(
-            "--compaction-interval",
-            "0.2",
-            "--retain-revisions",
-            "5",
-            "--retain-seconds",
-            "0",
-            "--watch-cache-size",
-            "10",
-        ),
+        extra_args=server_process.COMPACTING_ARGS,
     )
     try:
         as_admin(proc, "root", "create", "namespace", "team")

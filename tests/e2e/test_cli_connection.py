@@ -24,21 +24,14 @@ REPO = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="module")
 def up(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    proc = server_process.start_server(
-        tmp_path_factory.mktemp("upstream"), extra_args=env.UPSTREAM_ARGS
-    )
-    yield proc
-    assert proc.stop() == 0, proc.log()
-    assert "Traceback" not in proc.log(), proc.log()
+    with env.upstream(tmp_path_factory.mktemp("upstream")) as proc:
+        yield proc
 
 
 @pytest.fixture(scope="module")
 def down(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    proc = server_process.start_server(
-        tmp_path_factory.mktemp("downstream"), extra_args=env.DOWNSTREAM_ARGS
-    )
-    yield proc
-    assert proc.stop() == 0, proc.log()
+    with env.physical(tmp_path_factory.mktemp("downstream")) as proc:
+        yield proc
 
 
 def run_elsewhere(

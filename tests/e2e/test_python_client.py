@@ -147,16 +147,7 @@ def test_isolation_between_clusters(server: ServerProcess, cluster: str) -> None
 def test_watch_from_compacted_revision_gets_410(tmp_path: Path) -> None:
     proc = server_process.start_server(
         tmp_path,
-        extra_args=(
-            "--compaction-interval",
-            "0.2",
-            "--retain-revisions",
-            "5",
-            "--retain-seconds",
-            "0",
-            "--watch-cache-size",
-            "10",
-        ),
+        extra_args=server_process.COMPACTING_ARGS,
     )
     api_client = config.new_client_from_config(config_file=str(proc.kubeconfig("root")))
     try:

@@ -31,7 +31,7 @@ KINDS = ("statefulset", "daemonset", "job", "cronjob")
 
 @pytest.fixture(scope="module")
 def sim_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[server_process.ServerProcess]:
-    proc = server_process.start_server(
+    with server_process.serving(
         tmp_path_factory.mktemp("cascades"),
         extra_args=(
             "--simulate-workloads",
@@ -40,11 +40,8 @@ def sim_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[server_proc
             "--simulated-clock-offset",
             "3600",
         ),
-    )
-    yield proc
-    code = proc.stop()
-    assert code == 0, f"server exited with {code}:\n{proc.log()}"
-    assert "Traceback" not in proc.log(), proc.log()
+    ) as proc:
+        yield proc
 
 
 @pytest.fixture

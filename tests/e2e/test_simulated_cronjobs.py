@@ -29,7 +29,7 @@ def offset() -> float:
 def sim_server(
     tmp_path_factory: pytest.TempPathFactory, offset: float
 ) -> Iterator[server_process.ServerProcess]:
-    proc = server_process.start_server(
+    with server_process.serving(
         tmp_path_factory.mktemp("cronjobs"),
         extra_args=(
             "--simulate-workloads",
@@ -38,11 +38,8 @@ def sim_server(
             "--simulated-clock-offset",
             str(offset),
         ),
-    )
-    yield proc
-    code = proc.stop()
-    assert code == 0, f"server exited with {code}:\n{proc.log()}"
-    assert "Traceback" not in proc.log(), proc.log()
+    ) as proc:
+        yield proc
 
 
 @pytest.fixture

@@ -19,7 +19,7 @@ NODES = 4
 
 @pytest.fixture(scope="module")
 def sim_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[server_process.ServerProcess]:
-    proc = server_process.start_server(
+    with server_process.serving(
         tmp_path_factory.mktemp("daemonsets"),
         extra_args=(
             "--simulate-workloads",
@@ -28,11 +28,8 @@ def sim_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[server_proc
             "--simulated-nodes",
             str(NODES),
         ),
-    )
-    yield proc
-    code = proc.stop()
-    assert code == 0, f"server exited with {code}:\n{proc.log()}"
-    assert "Traceback" not in proc.log(), proc.log()
+    ) as proc:
+        yield proc
 
 
 @pytest.fixture

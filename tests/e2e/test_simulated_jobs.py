@@ -19,14 +19,11 @@ RUN = 0.5
 
 @pytest.fixture(scope="module")
 def sim_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[server_process.ServerProcess]:
-    proc = server_process.start_server(
+    with server_process.serving(
         tmp_path_factory.mktemp("jobs"),
         extra_args=("--simulate-workloads", "--rollout-delay", str(RUN)),
-    )
-    yield proc
-    code = proc.stop()
-    assert code == 0, f"server exited with {code}:\n{proc.log()}"
-    assert "Traceback" not in proc.log(), proc.log()
+    ) as proc:
+        yield proc
 
 
 @pytest.fixture

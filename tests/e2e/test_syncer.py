@@ -15,7 +15,6 @@ from typing import Any
 import pytest
 
 from minikcp.syncer import translate
-from tests import server_process
 from tests.e2e import crd_manifests
 from tests.e2e import syncer_env as env
 from tests.server_process import ServerProcess
@@ -25,24 +24,16 @@ pytestmark = pytest.mark.e2e
 
 @pytest.fixture(scope="module")
 def up(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    proc = server_process.start_server(
-        tmp_path_factory.mktemp("upstream"), extra_args=env.UPSTREAM_ARGS
-    )
-    yield proc
-    assert proc.stop() == 0, proc.log()
-    assert "Traceback" not in proc.log(), proc.log()
+    with env.upstream(tmp_path_factory.mktemp("upstream")) as proc:
+        yield proc
 
 
 @pytest.fixture(scope="module")
 def downs(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[tuple[ServerProcess, ServerProcess]]:
-    work = tmp_path_factory.mktemp("downstream")
-    east, west = (server_process.start_server(work, extra_args=env.DOWNSTREAM_ARGS) for _ in "ab")
-    yield east, west
-    for proc in (east, west):
-        assert proc.stop() == 0, proc.log()
-        assert "Traceback" not in proc.log(), proc.log()
+    with env.physical_pair(tmp_path_factory.mktemp("downstream")) as pair:
+        yield pair
 
 
 @pytest.fixture

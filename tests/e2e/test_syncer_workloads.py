@@ -17,7 +17,6 @@ from typing import Any
 
 import pytest
 
-from tests import server_process
 from tests.e2e import syncer_env as env
 from tests.server_process import ServerProcess
 
@@ -26,36 +25,18 @@ pytestmark = pytest.mark.e2e
 
 @pytest.fixture(scope="module")
 def up(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    proc = server_process.start_server(
-        tmp_path_factory.mktemp("upstream"), extra_args=env.UPSTREAM_ARGS
-    )
-    yield proc
-    assert proc.stop() == 0, proc.log()
-    assert "Traceback" not in proc.log(), proc.log()
+    with env.upstream(tmp_path_factory.mktemp("upstream")) as proc:
+        yield proc
 
 
 @pytest.fixture(scope="module")
 def downs(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[tuple[ServerProcess, ServerProcess]]:
-    work = tmp_path_factory.mktemp("downstream")
-    east, west = (
-        server_process.start_server(
-            work,
-            extra_args=(
-                "--simulate-workloads",
-                "--rollout-delay",
-                delay,
-                "--simulated-nodes",
-                nodes,
-            ),
-        )
-        for delay, nodes in (("1", "2"), ("3", "1"))
-    )
-    yield east, west
-    for proc in (east, west):
-        assert proc.stop() == 0, proc.log()
-        assert "Traceback" not in proc.log(), proc.log()
+    east_args = ("--simulate-workloads", "--rollout-delay", "1", "--simulated-nodes", "2")
+    west_args = ("--simulate-workloads", "--rollout-delay", "3", "--simulated-nodes", "1")
+    with env.physical_pair(tmp_path_factory.mktemp("downstream"), east_args, west_args) as pair:
+        yield pair
 
 
 @pytest.fixture

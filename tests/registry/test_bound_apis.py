@@ -119,24 +119,7 @@ async def test_a_bound_resource_is_no_crds_to_take(reg: registry.Registry) -> No
     await _provider(reg, "prov")
     await _bind(reg, "c1", "prov")
     crd_type = reg.crds.crd_type
-    crd = {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"widgets.{m.GROUP}"},
-        "spec": {
-            "group": m.GROUP,
-            "names": {"kind": "Widget", "plural": "widgets"},
-            "scope": "Namespaced",
-            "versions": [
-                {
-                    "name": "v1",
-                    "served": True,
-                    "storage": True,
-                    "schema": {"openAPIV3Schema": {"type": "object"}},
-                }
-            ],
-        },
-    }
+    crd = m.widget_crd()
     with pytest.raises(errors.StatusError) as refused:
         await reg.store(crd_type).create(RequestContext(cluster="c1"), "", dict(crd), OPTS)
     assert (refused.value.code, refused.value.reason) == (403, "Forbidden")

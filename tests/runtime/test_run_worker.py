@@ -8,7 +8,7 @@ import logging
 
 import pytest
 
-from minikcp.runtime.work_queue import WorkQueue, run_worker
+from minikcp.runtime.work_queue import ShutDown, WorkQueue, run_worker, run_workers
 
 Key = tuple[str, str]  # (tenant, name)
 logger = logging.getLogger("tests.run_worker")
@@ -101,3 +101,40 @@ async def test_closing_the_queue_ends_an_idle_worker() -> None:
     assert not worker.done()
     queue.close()
     assert await asyncio.wait_for(worker, 1.0) is None
+
+
+async def test_run_workers_runs_workers_and_followers_and_closes_the_queue_when_cancelled() -> None:
+    queue: WorkQueue[Key] = WorkQueue(lambda key: key[0], base_delay=0.01)
+    handled: list[tuple[Key, str]] = []
+    followed = asyncio.Event()
+
+    async def handle(key: Key) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        handled.append((key, task.get_name()))
+
+    async def work() -> None:
+        await run_worker(queue, handle, describe=str, logger=logger)
+
+    async def follow() -> None:
+        queue.add(("t", "from-follower"))
+        followed.set()
+        await asyncio.Event().wait()
+
+    running = asyncio.create_task(
+        run_workers(queue, work, workers=2, worker_name="test-worker", followers={"f": follow})
+    )
+    await asyncio.wait_for(followed.wait(), 1)
+    async with asyncio.timeout(1):
+        while not handled:
+            await asyncio.sleep(0.005)
+    names = {t.get_name() for t in asyncio.all_tasks()}
+    assert {"test-worker-0", "test-worker-1", "f"} <= names
+    assert handled[0][0] == ("t", "from-follower")
+    assert handled[0][1] in {"test-worker-0", "test-worker-1"}
+
+    running.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await running
+    with pytest.raises(ShutDown):
+        await queue.get()  # closed: a worker started now would return at once

@@ -4,43 +4,25 @@ when the workspaces behind them are deleted."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from minikcp.controllers import workspaces as workspace_controller
 from minikcp.machinery import errors
 from minikcp.registry import registry
 from minikcp.registry.objects import RequestContext, WriteOptions
 from minikcp.tenancy import workspaces
 from minikcp.tenancy.resolver import ClusterResolver
 from storage import hub, sqlite
+from tests.tenancy.tenancy_env import open_tenancy, until
 
 
 @pytest.fixture
 async def tenancy(tmp_path: Path) -> AsyncIterator[tuple[registry.Registry, ClusterResolver]]:
-    store = await sqlite.SqliteStorage.open(tmp_path / "store.db", compact_interval=None)
-    watch_hub = hub.WatchHub(store, start_revision=await store.current_revision())
-    tasks = [asyncio.create_task(watch_hub.run())]
-    try:
-        reg = await registry.Registry.open(store, watch_hub)
-        resolver, lifecycle = workspaces.install(reg, "https://example.test")
-        tasks.append(asyncio.create_task(resolver.run()))
-        tasks.append(asyncio.create_task(workspace_controller.WorkspaceController(lifecycle).run()))
-        yield reg, resolver
-    finally:
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        await store.close()
-
-
-async def _until(check: Callable[[], Awaitable[bool]]) -> None:
-    async with asyncio.timeout(10):
-        while not await check():
-            await asyncio.sleep(0.01)
+    async with open_tenancy(tmp_path) as opened:
+        yield opened
 
 
 async def _create(reg: registry.Registry, rt: Any, cluster: str, name: str) -> dict[str, Any]:
@@ -72,12 +54,12 @@ async def test_caches_fill_on_use_and_empty_on_deletion(
     async def gone() -> bool:
         return await store.find(RequestContext(cluster="root"), "", "org") is None
 
-    await _until(gone)
+    await until(gone)
 
     async def forgotten() -> bool:
         return not mine & resolver.cached_clusters()
 
-    await _until(forgotten)
+    await until(forgotten)
     with pytest.raises(errors.StatusError) as missing:
         await resolver.resolve("root:org:team")
     assert missing.value.code == 404

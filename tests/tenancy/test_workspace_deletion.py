@@ -5,47 +5,19 @@ finishes the job."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from minikcp.controllers import workspaces as workspace_controller
 from minikcp.machinery import errors
 from minikcp.registry import registry
 from minikcp.registry.objects import RequestContext, WriteOptions
-from minikcp.tenancy import workspaces
 from minikcp.tenancy.resolver import LOGICAL_CLUSTER_NAME, ClusterResolver
-from storage import hub, sqlite
+from tests.tenancy.tenancy_env import open_tenancy, until
 
 FINALIZER = "example.test/hold"
-
-
-@contextlib.asynccontextmanager
-async def _server(db: Path) -> AsyncIterator[tuple[registry.Registry, ClusterResolver]]:
-    store = await sqlite.SqliteStorage.open(db, compact_interval=None)
-    watch_hub = hub.WatchHub(store, start_revision=await store.current_revision())
-    tasks = [asyncio.create_task(watch_hub.run())]
-    try:
-        reg = await registry.Registry.open(store, watch_hub)
-        resolver, lifecycle = workspaces.install(reg, "https://example.test")
-        tasks.append(asyncio.create_task(resolver.run()))
-        tasks.append(asyncio.create_task(workspace_controller.WorkspaceController(lifecycle).run()))
-        yield reg, resolver
-    finally:
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        await store.close()
-
-
-async def _until(check: Callable[[], Awaitable[bool]], timeout: float = 10) -> None:
-    async with asyncio.timeout(timeout):
-        while not await check():
-            await asyncio.sleep(0.01)
 
 
 def _config_maps(reg: registry.Registry) -> Any:
@@ -66,7 +38,7 @@ async def _workspace(
         found = await reg.store(rt).find(RequestContext(cluster=parent), "", name)
         return found is not None and found.view().get("status", {}).get("phase") == "Ready"
 
-    await _until(ready)
+    await until(ready)
     return cluster
 
 
@@ -110,7 +82,7 @@ async def _gone(reg: registry.Registry, resolver: ClusterResolver, name: str) ->
 
 
 async def test_a_finalizer_holds_the_deletion_and_creates_are_refused(tmp_path: Path) -> None:
-    async with _server(tmp_path / "store.db") as (reg, resolver):
+    async with open_tenancy(tmp_path) as (reg, resolver):
         org = await _workspace(reg, resolver, "root", "org")
         team = await _workspace(reg, resolver, org, "team")
         await _config_map(reg, team, "held", [FINALIZER])
@@ -123,7 +95,7 @@ async def test_a_finalizer_holds_the_deletion_and_creates_are_refused(tmp_path: 
         async def marked() -> bool:
             return await _phase(reg, resolver, team) == "Terminating"
 
-        await _until(marked)
+        await until(marked)
         assert await _phase(reg, resolver, org) == "Terminating"
         for cluster in (org, team):
             refused = await _refused(reg, cluster, "late")
@@ -143,13 +115,13 @@ async def test_a_finalizer_holds_the_deletion_and_creates_are_refused(tmp_path: 
             held = await cms.find(RequestContext(cluster=team), "default", "held")
             return held is not None and bool(held.metadata.get("deletionTimestamp"))
 
-        await _until(finalizing)
+        await until(finalizing)
         await asyncio.sleep(1.0)  # several rechecks later, still held
         assert not await _gone(reg, resolver, "org")
         assert await cms.find(RequestContext(cluster=team), "default", "plain") is not None
 
         await _release(reg, team, "held")
-        await _until(lambda: _gone(reg, resolver, "org"))
+        await until(lambda: _gone(reg, resolver, "org"))
 
         # Nothing of either cluster is left, nor anything tried during the deletion (org's
         # LogicalCluster goes last, once its Workspace is gone).
@@ -161,12 +133,11 @@ async def test_a_finalizer_holds_the_deletion_and_creates_are_refused(tmp_path: 
                         return False
             return True
 
-        await _until(emptied)
+        await until(emptied)
 
 
 async def test_a_restart_in_the_middle_finishes_the_job(tmp_path: Path) -> None:
-    db = tmp_path / "store.db"
-    async with _server(db) as (reg, resolver):
+    async with open_tenancy(tmp_path) as (reg, resolver):
         org = await _workspace(reg, resolver, "root", "org")
         team = await _workspace(reg, resolver, org, "team")
         await _config_map(reg, team, "held", [FINALIZER])
@@ -177,24 +148,25 @@ async def test_a_restart_in_the_middle_finishes_the_job(tmp_path: Path) -> None:
             held = await _config_maps(reg).find(RequestContext(cluster=team), "default", "held")
             return held is not None and bool(held.metadata.get("deletionTimestamp"))
 
-        await _until(finalizing)
+        await until(finalizing)
 
-    async with _server(db) as (reg, resolver):
+    # The same store again: a restart.
+    async with open_tenancy(tmp_path) as (reg, resolver):
         # The new server knows from the stored LogicalClusters which clusters refuse creates.
         async def refusing() -> bool:
             return reg.namespaces.is_cluster_terminating(team)
 
-        await _until(refusing)
+        await until(refusing)
         assert (await _refused(reg, team, "late")).code == 403
         assert not await _gone(reg, resolver, "org")
         await _release(reg, team, "held")
-        await _until(lambda: _gone(reg, resolver, "org"))
+        await until(lambda: _gone(reg, resolver, "org"))
         stored, _ = await reg.scan(_config_maps(reg).rt, team)
         assert stored == []
 
 
 async def test_a_big_tree_without_finalizers_goes_quickly(tmp_path: Path) -> None:
-    async with _server(tmp_path / "store.db") as (reg, resolver):
+    async with open_tenancy(tmp_path) as (reg, resolver):
         org = await _workspace(reg, resolver, "root", "org")
         rt = resolver.workspace_type
         clusters = [org]
@@ -209,12 +181,12 @@ async def test_a_big_tree_without_finalizers_goes_quickly(tmp_path: Path) -> Non
             stored, _ = await reg.scan(rt, org)
             return len(stored) == 100 and all(b'"Ready"' in value for _key, value in stored)
 
-        await _until(all_ready, timeout=60)
+        await until(all_ready, timeout=60)
         for cluster in clusters:
             await _config_map(reg, cluster, "plain")
         started = time.monotonic()
         await reg.store(rt).delete(RequestContext(cluster="root"), "", "org", {}, WriteOptions())
-        await _until(lambda: _gone(reg, resolver, "org"), timeout=30)
+        await until(lambda: _gone(reg, resolver, "org"), timeout=30)
         took = time.monotonic() - started
         stored, _ = await reg.scan(_config_maps(reg).rt, None)
         assert [key.cluster for key, _value in stored if key.cluster in clusters] == []
