@@ -310,6 +310,7 @@ class ResourceStore:
             schema=self.schema,
             now=now_rfc3339(),
             subresource=subresource,
+            zero_value_has_spec=self.strategy.zero_value_has_spec,
         )
         if entries:
             obj["metadata"]["managedFields"] = entries
@@ -363,12 +364,14 @@ class ResourceStore:
         if not prepared:
             self.decode_checks(ctx, obj, opts)
             self.strategy.apply_defaults(obj)
+            # As upstream, the writer owns what it sent (defaults included), not what the
+            # strategy or mutating admission add afterwards.
+            self._managed_fields(obj, None, opts, "")
             self.strategy.prepare_for_create(obj)
             if self.admission is not None:
                 await self.admission.admit_create(ctx, obj)
             self._validate(ctx, obj, None, opts)
             self.strategy.after_write(obj, None, ctx.cluster)
-            self._managed_fields(obj, None, opts, "")
         await self.strategy.admit(ctx, obj, None)
         if self.admission is not None:
             await self.admission.validate_create(ctx, obj, opts.dry_run)
@@ -475,12 +478,13 @@ class ResourceStore:
                 )
             old = current.stored_view()  # as stored: no resourceVersion, no cluster annotation
             new = self._prepare_update(desired, old, subresource, ctx.cluster)
+            if managed:
+                # Before mutating admission, as upstream: its changes are nobody's.
+                self._managed_fields(new, old, opts, subresource)
             self._validate(ctx, new, old, opts)
             await self.strategy.admit(ctx, new, old)
             if self.admission is not None:
                 await self.admission.admit_update(ctx, new, old)
-            if managed:
-                self._managed_fields(new, old, opts, subresource)
             if noop_writes.unchanged(new, old):
                 return current
             # The scale subresource changes the object's spec: validating admission sees it.

@@ -35,6 +35,9 @@ class Strategy:
     # Upstream's DefaultGarbageCollectionPolicy (machinery/propagation.py): what a delete that
     # names no propagation does with the object's dependents.
     garbage_collection_policy = ""
+    # A built-in kind's Go zero value has its spec struct: upstream's field manager compares a
+    # create with that value, so an empty spec is nobody's (a custom resource starts empty).
+    zero_value_has_spec = True
 
     def __init__(
         self,

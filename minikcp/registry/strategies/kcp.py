@@ -16,6 +16,7 @@ from minikcp.registry import strategy
 
 class KcpKindStrategy(strategy.Strategy):
     tracks_generation = True
+    zero_value_has_spec = False  # custom resources in kcp
 
     def validate(self, obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> list[errors.Cause]:
         return validation.validate(self.rt, obj) + super().validate(obj, old)
