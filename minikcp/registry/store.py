@@ -266,16 +266,21 @@ class ResourceStore:
         obj: dict[str, Any],
         old: Mapping[str, Any] | None,
         opts: WriteOptions,
+        subresource: str = "",
     ) -> None:
         meta = obj["metadata"]
         causes: list[errors.Cause] = []
-        if not validation.has_kind_validator(self.rt):
-            # A kind's own validation checks ObjectMeta first, as upstream's do; the others
-            # get the generic check here.
-            causes = names.validate_object_meta(
-                meta, namespaced=self.rt.namespaced, name_errors=self.strategy.name_validator
-            )
-        causes += self.strategy.validate(obj, old)
+        if subresource == "status" and old is not None:
+            # The stored metadata stays (prepare_for_status_update): it passed these checks.
+            causes = self.strategy.validate_status_update(obj, old)
+        else:
+            if not validation.has_kind_validator(self.rt):
+                # A kind's own validation checks ObjectMeta first, as upstream's do; the others
+                # get the generic check here.
+                causes = names.validate_object_meta(
+                    meta, namespaced=self.rt.namespaced, name_errors=self.strategy.name_validator
+                )
+            causes += self.strategy.validate(obj, old)
         if causes:
             raise errors.invalid(self.rt.kind, meta.get("name", ""), causes, group=self.rt.group)
 
@@ -481,7 +486,7 @@ class ResourceStore:
             if managed:
                 # Before mutating admission, as upstream: its changes are nobody's.
                 self._managed_fields(new, old, opts, subresource)
-            self._validate(ctx, new, old, opts)
+            self._validate(ctx, new, old, opts, subresource)
             await self.strategy.admit(ctx, new, old)
             if self.admission is not None:
                 await self.admission.admit_update(ctx, new, old)

@@ -120,6 +120,13 @@ class Strategy:
     def validate(self, obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> list[errors.Cause]:
         return validation.validate_kind(self.rt, obj, old)
 
+    def validate_status_update(
+        self, obj: Mapping[str, Any], old: Mapping[str, Any]
+    ) -> list[errors.Cause]:
+        """A status write's checks (only status differs from `old`): the whole object's unless
+        the kind's upstream status strategy checks less."""
+        return self.validate(obj, old)
+
     @staticmethod
     def spec_changed(obj: Mapping[str, Any], old: Mapping[str, Any]) -> bool:
         keys = (set(obj) | set(old)) - {"metadata", "status", "apiVersion", "kind"}
