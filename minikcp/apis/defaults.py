@@ -539,4 +539,4 @@ def apply_defaults(rt: ResourceType, obj: Obj) -> None:
         return
     kcp_kind = kcp_kinds.kind_of(rt.group, rt.kind)
     if kcp_kind is not None:
-        custom_resources.apply_structural_defaults(kcp_kind.schema, obj)
+        custom_resources.apply_structural_defaults(kcp_kind.defaulting, obj)
