@@ -24,6 +24,7 @@ import orjson
 from minikcp.apis import crds, shapes
 from minikcp.apis import validation_meta as vm
 from minikcp.apis.catalog import Catalog, CustomResource, ResourceType, upstream_definitions
+from minikcp.apis.structural_defaults import defaulting_schema
 from minikcp.machinery import schemas
 from minikcp.machinery.errors import Cause
 
@@ -73,6 +74,7 @@ class CompiledSchema:
         )
         self.node = schemas.SchemaNode.definition(defs, rt.definition)
         self.has_defaults = b'"default"' in custom.schema
+        self.defaulting = defaulting_schema(self.schema)
         # Only schemas using these extensions need the walk jsonschema cannot do.
         self.has_extensions = (
             b"x-kubernetes-embedded-resource" in custom.schema
@@ -371,7 +373,7 @@ def apply_defaults(rt: ResourceType, obj: dict[str, Any]) -> bool:
     compiled_schema = _compiled(rt)
     if not compiled_schema.has_defaults:
         return False
-    return apply_structural_defaults(compiled_schema.schema, obj)
+    return apply_structural_defaults(compiled_schema.defaulting, obj)
 
 
 def apply_structural_defaults(schema: Obj, value: Any) -> bool:

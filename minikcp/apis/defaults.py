@@ -3,7 +3,7 @@
 `apply_defaults(rt, obj)` mutates a decoded object in place. It ports the defaults clients rely on
 from pkg/apis/*/v1/defaults.go and their generated `zz_generated.defaults.go` (1.32), plus the few
 create-time fields upstream sets in a strategy or that Go serialization always shows:
-- Namespace: `spec.finalizers: [kubernetes]`, `status.phase: Active` (namespace strategy);
+- Namespace: `status.phase: Active` (the `kubernetes` finalizer is the namespace strategy's);
 - Pod: `status.phase: Pending` and `status.qosClass` (pod strategy);
 - Job: the generated selector and `controller-uid`/`job-name` labels, when `metadata.uid` is set
   (job strategy; the registry assigns the uid first);
@@ -311,9 +311,6 @@ def _namespace(obj: Obj) -> None:
     meta = _dict(obj, "metadata")
     if meta.get("name"):
         _dict(meta, "labels")["kubernetes.io/metadata.name"] = meta["name"]
-    spec = _dict(obj, "spec")
-    if not spec.get("finalizers"):
-        spec["finalizers"] = ["kubernetes"]
     _default(_dict(obj, "status"), "phase", "Active")
 
 
@@ -542,4 +539,4 @@ def apply_defaults(rt: ResourceType, obj: Obj) -> None:
         return
     kcp_kind = kcp_kinds.kind_of(rt.group, rt.kind)
     if kcp_kind is not None:
-        custom_resources.apply_structural_defaults(kcp_kind.schema, obj)
+        custom_resources.apply_structural_defaults(kcp_kind.defaulting, obj)

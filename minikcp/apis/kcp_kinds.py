@@ -21,6 +21,7 @@ from typing import Any
 
 import yaml
 
+from minikcp.apis import structural_defaults
 from minikcp.apis.resource_types import CRUD_VERBS, STATUS_VERBS, ResourceType, Schema, Subresource
 
 _DEFS_REF = "#/$defs/"
@@ -42,7 +43,8 @@ class KcpKind:
     rt: ResourceType
     definitions: Mapping[str, Schema]  # the kind and its list, in the upstream `$defs` form
     printer_columns: tuple[Mapping[str, Any], ...]  # CRD `additionalPrinterColumns` form
-    schema: Schema  # the kind's own schema, for defaulting
+    schema: Schema  # the kind's own schema
+    defaulting: Schema  # its branches that hold defaults (custom_resources.defaulting_schema)
 
 
 def definition_package(group: str, version: str) -> str:
@@ -88,7 +90,8 @@ def _kind(manifest: str, *, drop_columns: Sequence[str] = ()) -> KcpKind:
         for column in version.get("additionalPrinterColumns", ())
         if column["name"] not in drop_columns
     )
-    return KcpKind(rt, definitions, columns, schema)
+    defaulting = structural_defaults.defaulting_schema(schema)
+    return KcpKind(rt, definitions, columns, schema, defaulting)
 
 
 def _gvk(group: str, version: str, kind: str) -> list[dict[str, str]]:

@@ -44,6 +44,8 @@ _STRIPPED: Final = FieldSet.of(
         )
     ),
 )  # fmt: skip
+# A create of a built-in kind is compared with its Go zero value, which has an empty spec.
+_STRIPPED_ON_CREATE: Final = _STRIPPED.union(FieldSet.of(("f:spec",)))
 # Identity and server-set metadata that pruning must never drop, even when nobody owns it.
 _NEVER_PRUNED: Final = FieldSet.of(
     ("f:apiVersion",),
@@ -367,6 +369,7 @@ def _record_update(
     ignored: FieldSet,
     now: str,
     shortcut: bool = True,
+    stripped: FieldSet = _STRIPPED,
 ) -> None:
     """An ordinary write: what it changed moves to `mid`, whose time is bumped if it took any.
 
@@ -383,7 +386,7 @@ def _record_update(
         return
     _settle_changes(changes, managers, None, force=True)
     took = changes.modified.union(changes.added).recursive_difference(ignored)
-    took = took.difference(_STRIPPED)
+    took = took.difference(stripped)
     if took:
         previous = managers.get(mid)
         if previous is not None:
@@ -460,6 +463,7 @@ def update_managed_fields(
     now: str,
     subresource: str = "",
     reset_fields: Iterable[Iterable[str]] | None = None,
+    zero_value_has_spec: bool = False,
 ) -> list[dict[str, Any]]:
     """The managedFields `new` must carry after an ordinary write (create, update, patch).
 
@@ -469,7 +473,8 @@ def update_managed_fields(
     longer tracked until the next apply, as upstream. `live` is None for a create.
     `reset_fields` are the paths the strategy resets (default: `status` for the main resource,
     `spec` for the status subresource); they are never owned. An empty result means the object
-    carries no managedFields.
+    carries no managedFields. `zero_value_has_spec`: a create starts from an empty spec (a
+    built-in kind's Go zero value), so the spec itself is not taken, only what is in it.
     """
     shape = apply_shapes.shape_of(schema)
     ignored = _ignored(subresource, reset_fields)
@@ -485,9 +490,10 @@ def update_managed_fields(
     if not managers and live is not None:
         return []
     mid = _updater(manager or "unknown", api_version, subresource)
+    stripped = _STRIPPED_ON_CREATE if live is None and zero_value_has_spec else _STRIPPED
     _record_update(
         _without_managed_fields(live), _without_managed_fields(new), managers, times, mid,
-        shape=shape, ignored=ignored, now=now,
+        shape=shape, ignored=ignored, now=now, stripped=stripped,
     )  # fmt: skip
     return encode_managed_fields(managers, times)
 

@@ -266,16 +266,21 @@ class ResourceStore:
         obj: dict[str, Any],
         old: Mapping[str, Any] | None,
         opts: WriteOptions,
+        subresource: str = "",
     ) -> None:
         meta = obj["metadata"]
         causes: list[errors.Cause] = []
-        if not validation.has_kind_validator(self.rt):
-            # A kind's own validation checks ObjectMeta first, as upstream's do; the others
-            # get the generic check here.
-            causes = names.validate_object_meta(
-                meta, namespaced=self.rt.namespaced, name_errors=self.strategy.name_validator
-            )
-        causes += self.strategy.validate(obj, old)
+        if subresource == "status" and old is not None:
+            # The stored metadata stays (prepare_for_status_update): it passed these checks.
+            causes = self.strategy.validate_status_update(obj, old)
+        else:
+            if not validation.has_kind_validator(self.rt):
+                # A kind's own validation checks ObjectMeta first, as upstream's do; the others
+                # get the generic check here.
+                causes = names.validate_object_meta(
+                    meta, namespaced=self.rt.namespaced, name_errors=self.strategy.name_validator
+                )
+            causes += self.strategy.validate(obj, old)
         if causes:
             raise errors.invalid(self.rt.kind, meta.get("name", ""), causes, group=self.rt.group)
 
@@ -310,6 +315,7 @@ class ResourceStore:
             schema=self.schema,
             now=now_rfc3339(),
             subresource=subresource,
+            zero_value_has_spec=self.strategy.zero_value_has_spec,
         )
         if entries:
             obj["metadata"]["managedFields"] = entries
@@ -363,12 +369,14 @@ class ResourceStore:
         if not prepared:
             self.decode_checks(ctx, obj, opts)
             self.strategy.apply_defaults(obj)
+            # As upstream, the writer owns what it sent (defaults included), not what the
+            # strategy or mutating admission add afterwards.
+            self._managed_fields(obj, None, opts, "")
             self.strategy.prepare_for_create(obj)
             if self.admission is not None:
                 await self.admission.admit_create(ctx, obj)
             self._validate(ctx, obj, None, opts)
             self.strategy.after_write(obj, None, ctx.cluster)
-            self._managed_fields(obj, None, opts, "")
         await self.strategy.admit(ctx, obj, None)
         if self.admission is not None:
             await self.admission.validate_create(ctx, obj, opts.dry_run)
@@ -475,12 +483,13 @@ class ResourceStore:
                 )
             old = current.stored_view()  # as stored: no resourceVersion, no cluster annotation
             new = self._prepare_update(desired, old, subresource, ctx.cluster)
-            self._validate(ctx, new, old, opts)
+            if managed:
+                # Before mutating admission, as upstream: its changes are nobody's.
+                self._managed_fields(new, old, opts, subresource)
+            self._validate(ctx, new, old, opts, subresource)
             await self.strategy.admit(ctx, new, old)
             if self.admission is not None:
                 await self.admission.admit_update(ctx, new, old)
-            if managed:
-                self._managed_fields(new, old, opts, subresource)
             if noop_writes.unchanged(new, old):
                 return current
             # The scale subresource changes the object's spec: validating admission sees it.

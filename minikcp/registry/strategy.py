@@ -35,6 +35,9 @@ class Strategy:
     # Upstream's DefaultGarbageCollectionPolicy (machinery/propagation.py): what a delete that
     # names no propagation does with the object's dependents.
     garbage_collection_policy = ""
+    # A built-in kind's Go zero value has its spec struct: upstream's field manager compares a
+    # create with that value, so an empty spec is nobody's (a custom resource starts empty).
+    zero_value_has_spec = True
 
     def __init__(
         self,
@@ -116,6 +119,13 @@ class Strategy:
 
     def validate(self, obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> list[errors.Cause]:
         return validation.validate_kind(self.rt, obj, old)
+
+    def validate_status_update(
+        self, obj: Mapping[str, Any], old: Mapping[str, Any]
+    ) -> list[errors.Cause]:
+        """A status write's checks (only status differs from `old`): the whole object's unless
+        the kind's upstream status strategy checks less."""
+        return self.validate(obj, old)
 
     @staticmethod
     def spec_changed(obj: Mapping[str, Any], old: Mapping[str, Any]) -> bool:

@@ -228,7 +228,6 @@ def test_secret_and_namespace() -> None:
     ns = defaulted("", "namespaces", {"metadata": {"name": "team-a"}})
     assert ns == {
         "metadata": {"name": "team-a", "labels": {"kubernetes.io/metadata.name": "team-a"}},
-        "spec": {"finalizers": ["kubernetes"]},
         "status": {"phase": "Active"},
     }
 

@@ -213,3 +213,22 @@ def test_metadata_name_rules_of_the_schema_apply() -> None:
     obj = _widget({})
     obj["metadata"]["name"] = "toolong"
     assert [c.field for c in validation.validate_kind(rt, obj)] == ["metadata.name"]
+
+
+def test_the_same_kind_with_another_default_defaults_with_its_own() -> None:
+    def with_default(mode: str) -> Any:
+        schema = {
+            "type": "object",
+            "properties": {
+                "spec": {
+                    "type": "object",
+                    "properties": {"mode": {"type": "string", "default": mode}},
+                }
+            },
+        }
+        return crds.served_types(json.loads(crd(schema=schema))).types[0]
+
+    first, second = _widget({}), _widget({})
+    assert custom_resources.apply_defaults(with_default("fast"), first)
+    assert custom_resources.apply_defaults(with_default("slow"), second)
+    assert (first["spec"], second["spec"]) == ({"mode": "fast"}, {"mode": "slow"})

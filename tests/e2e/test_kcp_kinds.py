@@ -65,3 +65,23 @@ def _workspace(name: str) -> dict[str, object]:
         "kind": "Workspace",
         "metadata": {"name": name},
     }
+
+
+def test_workspace_status_write_checks_status_and_changes_nothing_when_invalid(
+    kubectl: Kubectl,
+) -> None:
+    kubectl("create", "-f", "-", input=json.dumps(_workspace("stat")))
+    before = kubectl.get("workspace", "stat")
+    failed = kubectl.fails(
+        "patch", "workspace", "stat", "--subresource=status", "--type=merge",
+        "-p", json.dumps({"status": {"phase": 7, "conditions": "none"}}),
+    )  # fmt: skip
+    assert failed.stderr.splitlines() == [
+        'The Workspace "stat" is invalid: ',
+        '* status.phase: Invalid value: "integer": status.phase in body must be of type string: '
+        '"integer"',
+        '* status.conditions: Invalid value: "string": status.conditions in body must be of type '
+        'array: "string"',
+    ]
+    after = kubectl.get("workspace", "stat")
+    assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]

@@ -29,6 +29,8 @@ class NamespaceStrategy(strategy.Strategy):
         self._name_label(obj)
         # As upstream: a new namespace always carries the namespace controller's finalizer.
         spec = obj.get("spec")
+        if spec is None:
+            spec = obj["spec"] = {}
         if isinstance(spec, dict):
             finalizers = spec.get("finalizers")
             if not isinstance(finalizers, list):

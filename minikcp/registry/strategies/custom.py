@@ -74,6 +74,8 @@ def _get(obj: Mapping[str, Any], path: str) -> Any:
 class CustomResourceStrategy(apps.ScalableStrategy):
     """A kind served from a CRD version (rt.custom)."""
 
+    zero_value_has_spec = False
+
     def __init__(self, rt: Any) -> None:
         super().__init__(rt)
         assert rt.custom is not None
