@@ -7,6 +7,7 @@ import dataclasses
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
+from types import MappingProxyType
 from typing import Any
 
 from aiohttp import web
@@ -144,7 +145,9 @@ def build_app(
             if user is authn.ANONYMOUS:
                 raise authn.UNAUTHORIZED
             return await export_workspace.handle(request, user)
-        watch = request.query.get("watch", "") in ("true", "1")
+        # Most requests carry no query: then aiohttp need not parse one.
+        query: Mapping[str, str] = request.query if request.query_string else _NO_QUERY
+        watch = query.get("watch", "") in ("true", "1")
         info = request_info.parse(request.method, request.path, watch_param=watch)
         # authenticate -> (resolve the cluster path) -> authorize -> handle
         user = authenticated = await _authenticate(request, authenticator, reg, sessions)
@@ -160,9 +163,9 @@ def build_app(
             observer.received(request, info, authenticated, None if user is authenticated else user)
         if bulk:
             return await _bulk_watch(request, info, authenticated)
-        await _authorize(reg, info, user, request.query)
+        await _authorize(reg, info, user, query)
         if info.is_resource_request:
-            if observer is not None and _long_running(info, request):
+            if observer is not None and _long_running(info, watch):
                 with observer.long_running(request, info):
                     return await resource_handler.handle(request, info, user)
             return await resource_handler.handle(request, info, user)
@@ -216,17 +219,18 @@ async def _continue(request: web.Request) -> None:
         request.writer.output_size = 0  # the response proper has not started
 
 
-def _long_running(info: request_info.RequestInfo, request: web.Request) -> bool:
+def _long_running(info: request_info.RequestInfo, watch: bool) -> bool:
     """Watches and streams (upstream's LongRunningRequestCheck: watch verbs, and the attach,
     exec, log, portforward and proxy subresources)."""
     return (
         info.verb == "watch"
-        or (info.verb == "get" and request.query.get("watch", "") in ("true", "1"))
+        or (info.verb == "get" and watch)
         or info.subresource in _LONG_RUNNING_SUBRESOURCES
     )
 
 
 _LONG_RUNNING_SUBRESOURCES = frozenset({"attach", "exec", "log", "portforward", "proxy"})
+_NO_QUERY: Mapping[str, str] = MappingProxyType({})
 
 
 async def _logical_cluster(

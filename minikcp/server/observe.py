@@ -19,9 +19,7 @@ from minikcp.server import encoding
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
-_INFO = "minikcp.request_info"
-_AUDIT = "minikcp.audit"
-_REFUSED = "minikcp.unauthenticated"
+_RECORD = "minikcp.observed"
 _APPLY = "application/apply-patch+yaml"
 _METRIC_VERBS = {
     "get": "GET",
@@ -35,6 +33,28 @@ _METRIC_VERBS = {
 }
 _CONNECT = frozenset({"exec", "attach", "portforward", "proxy"})
 _WITH_BODY = frozenset({"POST", "PUT", "PATCH"})
+
+
+class _Record:
+    """What the handler learnt of one request for its metrics and audit event; one object in
+    the request's state, so reading it back raises no KeyError for what was never set."""
+
+    __slots__ = ("audit", "info", "refused")
+
+    def __init__(self) -> None:
+        self.info: request_info.RequestInfo | None = None
+        self.audit: audit_events.Request | None = None
+        self.refused = False  # anonymous, about to be answered 401
+
+
+def _record(request: web.Request) -> _Record:
+    """The request's record: set by `Observer.wrap`, or a blank one for a request it did not
+    wrap (a virtual workspace's handler called directly)."""
+    try:
+        found: _Record = request[_RECORD]
+    except KeyError:
+        found = request[_RECORD] = _Record()
+    return found
 
 
 class Auditing:
@@ -63,13 +83,14 @@ class Observer:
         impersonated: users.UserInfo | None,
     ) -> None:
         """The request is authenticated: remember what metrics and the audit event need."""
-        request[_INFO] = info
+        record = _record(request)
+        record.info = info
         if self.auditing is None:
             return
         if user is authn.ANONYMOUS and not authorizer.always_allowed(info):
             # Refused with 401 next: audited as a failed authentication (no user), as
             # kube-apiserver without anonymous auth does.
-            request[_REFUSED] = True
+            record.refused = True
             return
         verb = info.verb if info.is_resource_request else request.method.lower()
         decision = self.auditing.policy.decide_for(user.name, user.groups, verb, info)
@@ -83,7 +104,7 @@ class Observer:
             user.to_dict(),
             impersonated.to_dict() if impersonated is not None else None,
         )
-        request[_AUDIT] = pending
+        record.audit = pending
         if "RequestReceived" not in decision.omit_stages:
             self.auditing.emit(audit_events.encode(pending, "RequestReceived", pending.received))
 
@@ -97,7 +118,7 @@ class Observer:
     def long_running(self, request: web.Request, info: request_info.RequestInfo) -> Iterator[None]:
         """A watch or stream: out of the inflight count, in the long-running gauge; its audit
         event has a ResponseStarted stage."""
-        pending: audit_events.Request | None = request.get(_AUDIT)
+        pending = _record(request).audit
         if pending is not None:
             status = audit_events.response_status(200, None)
             self._stage(pending, "ResponseStarted", status=status)
@@ -124,6 +145,7 @@ class Observer:
 
         async def observed(request: web.Request) -> web.StreamResponse:
             start = perf_counter()
+            record = request[_RECORD] = _Record()
             kind = 0 if request.method in ("GET", "HEAD") else 1  # readOnly, mutating
             inflight[kind] += 1
             try:
@@ -131,17 +153,17 @@ class Observer:
             finally:
                 inflight[kind] -= 1
             if registry is not None:
-                labels = _request_labels(request, request.get(_INFO))
+                labels = _request_labels(request, record.info)
                 registry.observe_request(labels, response.status, perf_counter() - start)
-            pending: audit_events.Request | None = request.get(_AUDIT)
+            pending = record.audit
             if pending is not None:
                 await self._complete(request, response, pending)
             elif (
                 response.status == 401
                 and self.auditing is not None
-                and (_INFO not in request or _REFUSED in request)
+                and (record.info is None or record.refused)
             ):
-                self._unauthenticated(request, request.get(_INFO))
+                self._unauthenticated(request, record.info)
             return response
 
         return observed
@@ -288,7 +310,7 @@ def _request_labels(
     request: web.Request, info: request_info.RequestInfo | None
 ) -> metrics.RequestLabels:
     """verb, dry_run, group, version, resource, subresource, scope, component (metrics.go)."""
-    dry_run = "All" if request.query.get("dryRun") else ""
+    dry_run = "All" if request.query_string and request.query.get("dryRun") else ""
     if info is None or not info.is_resource_request:
         return (request.method, dry_run, "", "", "", "", "", "apiserver")
     verb = _METRIC_VERBS.get(info.verb, info.verb.upper())
