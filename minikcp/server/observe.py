@@ -19,8 +19,12 @@ from minikcp.server import encoding
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
-_RECORD = "minikcp.observed"
+_INFO = "minikcp.request_info"
+_AUDIT = "minikcp.audit"
 _APPLY = "application/apply-patch+yaml"
+# In place of an audit event: anonymous, refused with 401 next (audited as a failed
+# authentication).
+_REFUSED = object()
 _METRIC_VERBS = {
     "get": "GET",
     "list": "LIST",
@@ -33,28 +37,6 @@ _METRIC_VERBS = {
 }
 _CONNECT = frozenset({"exec", "attach", "portforward", "proxy"})
 _WITH_BODY = frozenset({"POST", "PUT", "PATCH"})
-
-
-class _Record:
-    """What the handler learnt of one request for its metrics and audit event; one object in
-    the request's state, so reading it back raises no KeyError for what was never set."""
-
-    __slots__ = ("audit", "info", "refused")
-
-    def __init__(self) -> None:
-        self.info: request_info.RequestInfo | None = None
-        self.audit: audit_events.Request | None = None
-        self.refused = False  # anonymous, about to be answered 401
-
-
-def _record(request: web.Request) -> _Record:
-    """The request's record: set by `Observer.wrap`, or a blank one for a request it did not
-    wrap (a virtual workspace's handler called directly)."""
-    try:
-        found: _Record = request[_RECORD]
-    except KeyError:
-        found = request[_RECORD] = _Record()
-    return found
 
 
 class Auditing:
@@ -83,14 +65,13 @@ class Observer:
         impersonated: users.UserInfo | None,
     ) -> None:
         """The request is authenticated: remember what metrics and the audit event need."""
-        record = _record(request)
-        record.info = info
+        request[_INFO] = info
         if self.auditing is None:
             return
         if user is authn.ANONYMOUS and not authorizer.always_allowed(info):
             # Refused with 401 next: audited as a failed authentication (no user), as
             # kube-apiserver without anonymous auth does.
-            record.refused = True
+            request[_AUDIT] = _REFUSED
             return
         verb = info.verb if info.is_resource_request else request.method.lower()
         decision = self.auditing.policy.decide_for(user.name, user.groups, verb, info)
@@ -104,7 +85,7 @@ class Observer:
             user.to_dict(),
             impersonated.to_dict() if impersonated is not None else None,
         )
-        record.audit = pending
+        request[_AUDIT] = pending
         if "RequestReceived" not in decision.omit_stages:
             self.auditing.emit(audit_events.encode(pending, "RequestReceived", pending.received))
 
@@ -118,8 +99,8 @@ class Observer:
     def long_running(self, request: web.Request, info: request_info.RequestInfo) -> Iterator[None]:
         """A watch or stream: out of the inflight count, in the long-running gauge; its audit
         event has a ResponseStarted stage."""
-        pending = _record(request).audit
-        if pending is not None:
+        pending = self._pending_audit(request)
+        if isinstance(pending, audit_events.Request):
             status = audit_events.response_status(200, None)
             self._stage(pending, "ResponseStarted", status=status)
         if self.metrics is None:
@@ -145,28 +126,42 @@ class Observer:
 
         async def observed(request: web.Request) -> web.StreamResponse:
             start = perf_counter()
-            record = request[_RECORD] = _Record()
             kind = 0 if request.method in ("GET", "HEAD") else 1  # readOnly, mutating
             inflight[kind] += 1
             try:
                 response = await handler(request)
             finally:
                 inflight[kind] -= 1
+            # Read back by item, not `request.get`: a missing key would raise and catch a
+            # KeyError inside it, and every request asks.
+            try:
+                info: request_info.RequestInfo | None = request[_INFO]
+            except KeyError:  # refused before it was parsed or authenticated
+                info = None
             if registry is not None:
-                labels = _request_labels(request, record.info)
+                labels = _request_labels(request, info)
                 registry.observe_request(labels, response.status, perf_counter() - start)
-            pending = record.audit
-            if pending is not None:
+            if self.auditing is None:
+                return response
+            pending = self._pending_audit(request)
+            if isinstance(pending, audit_events.Request):
                 await self._complete(request, response, pending)
-            elif (
-                response.status == 401
-                and self.auditing is not None
-                and (record.info is None or record.refused)
-            ):
-                self._unauthenticated(request, record.info)
+            elif response.status == 401 and (info is None or pending is _REFUSED):
+                self._unauthenticated(request, info)
             return response
 
         return observed
+
+    def _pending_audit(self, request: web.Request) -> audit_events.Request | object | None:
+        """The request's audit event so far; _REFUSED for an anonymous request about to be
+        answered 401; None when not audited (or no auditing)."""
+        if self.auditing is None:
+            return None
+        try:
+            found: audit_events.Request | object = request[_AUDIT]
+        except KeyError:
+            return None
+        return found
 
     def _unauthenticated(self, request: web.Request, info: request_info.RequestInfo | None) -> None:
         """A request that failed authentication: one event at ResponseStarted with no user and
