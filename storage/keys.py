@@ -92,7 +92,7 @@ def _check_text(text: object, *, what: str) -> str:
     if "\x00" in text:
         raise errors.InvalidKey(f"{what} {text[:80]!r} contains a NUL character")
     try:
-        size = len(text.encode("utf-8"))
+        size = len(text) if text.isascii() else len(text.encode("utf-8"))
     except UnicodeEncodeError as err:
         raise errors.InvalidKey(
             f"{what} {text[:80]!r} is not valid Unicode: {err.reason}"

@@ -71,6 +71,12 @@ class ResourceType:
     # Set for kinds served from a CustomResourceDefinition.
     custom: CustomResource | None = None
 
+    def __hash__(self) -> int:
+        # Types are dict keys on every request (their store, their reviewer): hashing every
+        # field, subresources and schema included, would cost more than the lookup. Equal
+        # types have equal names, so this agrees with the generated __eq__.
+        return hash((self.group, self.version, self.plural, self.kind))
+
     @property
     def group_version(self) -> str:
         return f"{self.group}/{self.version}" if self.group else self.version

@@ -79,11 +79,29 @@ def split_cluster(path: str) -> tuple[str, str]:
     return ROOT_CLUSTER, path
 
 
+# Parsed requests by (method, path, watch): clients ask for the same paths again and again, and
+# building a RequestInfo is a measurable part of a GET. RequestInfo is immutable, so the cached
+# one is shared. Bounded like _VALID_CLUSTERS; refusals (StatusError) are not cached.
+_PARSED: dict[tuple[str, str, bool], RequestInfo] = {}
+_PARSED_MAX = 8192
+
+
 def parse(method: str, path: str, *, watch_param: bool) -> RequestInfo:
     """Parse an HTTP method and URL path (without query) into a RequestInfo.
 
     `watch_param` says whether the query carried watch=true or watch=1.
     """
+    key = (method, path, watch_param)
+    found = _PARSED.get(key)
+    if found is None:
+        found = _parse(method, path, watch_param)
+        if len(_PARSED) >= _PARSED_MAX:
+            _PARSED.clear()
+        _PARSED[key] = found
+    return found
+
+
+def _parse(method: str, path: str, watch_param: bool) -> RequestInfo:
     cluster, path = split_cluster(path)
     parts = tuple(unquote(p) if "%" in p else p for p in path.split("/") if p)
     count = len(parts)

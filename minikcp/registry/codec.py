@@ -16,6 +16,10 @@ CLUSTER_ANNOTATION = "kcp.io/cluster"
 
 _META_OPEN = b'{"metadata":{'
 _ANNOTATIONS_OPEN = b'"annotations":{'
+_META_LEN = len(_META_OPEN)
+_BODY_AT = len(_META_OPEN) + len(_ANNOTATIONS_OPEN)
+# Cluster names are [a-z0-9:-] (request_info checks them), so they need no JSON escaping.
+_CLUSTER_ENTRY = b'"' + CLUSTER_ANNOTATION.encode() + b'":"%s"'
 
 
 def encode_for_storage(obj: dict[str, Any]) -> bytes:
@@ -53,15 +57,14 @@ def decorated_parts(value: bytes, *, cluster: str, revision: int) -> list[bytes 
     if not value.startswith(_META_OPEN):
         # Not written by encode_for_storage; take the slow, always-correct path.
         return [orjson.dumps(decode(value, cluster=cluster, revision=revision))]
-    rest = memoryview(value)[len(_META_OPEN) :]
     # Revision 0 is an object that was never stored (dry run): it has no resourceVersion.
     rv = b'"resourceVersion":"%d",' % revision if revision else b""
-    cluster_entry = b'"' + CLUSTER_ANNOTATION.encode() + b'":"' + cluster.encode() + b'"'
-    if value.startswith(_ANNOTATIONS_OPEN, len(_META_OPEN)):
-        body_at = len(_META_OPEN) + len(_ANNOTATIONS_OPEN)
-        sep = b"" if value.startswith(b"}", body_at) else b","
-        return [_META_OPEN, rv, _ANNOTATIONS_OPEN, cluster_entry, sep, memoryview(value)[body_at:]]
-    if value.startswith(b"}", len(_META_OPEN)):
+    cluster_entry = _CLUSTER_ENTRY % cluster.encode()
+    if value.startswith(_ANNOTATIONS_OPEN, _META_LEN):
+        sep = b"" if value.startswith(b"}", _BODY_AT) else b","
+        return [_META_OPEN, rv, _ANNOTATIONS_OPEN, cluster_entry, sep, memoryview(value)[_BODY_AT:]]
+    rest = memoryview(value)[_META_LEN:]
+    if value.startswith(b"}", _META_LEN):
         return [_META_OPEN, rv, b'"annotations":{', cluster_entry, b"}", rest]
     return [_META_OPEN, rv, b'"annotations":{', cluster_entry, b"},", rest]
 

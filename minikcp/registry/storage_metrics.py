@@ -45,17 +45,24 @@ def group_resource(key: str) -> tuple[str, str]:
     return ("" if group == "core" else group), parts[3]
 
 
+# Bounded: past this many keys read, the map starts again (each entry is a key and a reference).
+_GET_OBSERVERS_MAX = 16_384
+
+
 class TimedStorage:
     """The store with every call timed; the revision, compaction and event stream pass through
     (the watch hub's stream is not a request)."""
 
-    __slots__ = ("_observers", "_series", "_store")
+    __slots__ = ("_get_observers", "_observers", "_series", "_store")
 
     def __init__(self, store: interface.Storage, series: Series) -> None:
         self._store = store
         self._series = series
         # operation -> `/registry/<group>/<resource>` -> its recorder: a lookup per call.
         self._observers: dict[str, dict[str, Observe]] = {}
+        # key -> the recorder of its gets: reads are the hot path, and a key (interned by the
+        # registry) is looked up by its cached hash, where finding its stem costs more.
+        self._get_observers: dict[str, Observe] = {}
 
     def _observer(self, operation: str, key: str) -> Observe:
         stem = key[: key.find("/", key.find("/", 10) + 1)]  # /registry/<group>/<resource>
@@ -94,7 +101,12 @@ class TimedStorage:
             failed = False
             raise
         finally:
-            self._observer("get", key)(time.perf_counter() - start, failed)
+            observe = self._get_observers.get(key)
+            if observe is None:
+                if len(self._get_observers) >= _GET_OBSERVERS_MAX:
+                    self._get_observers.clear()
+                observe = self._get_observers[key] = self._observer("get", key)
+            observe(time.perf_counter() - start, failed)
 
     async def range(
         self,

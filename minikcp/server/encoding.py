@@ -28,6 +28,8 @@ class TableRequest:
 
 
 def wants_table(accept: str, query: Mapping[str, str]) -> TableRequest | None:
+    if "Table" not in accept:  # most requests: no need to parse the header
+        return None
     for part in accept.split(","):
         params = {}
         for piece in part.split(";")[1:]:
@@ -84,6 +86,13 @@ def response_bytes(body: bytes) -> bytes:
     """A JSON response body as kube-apiserver writes it: its serializer's json.Encoder ends every
     document with a newline (watch events are framed lines and embed objects without it)."""
     return body + b"\n"
+
+
+def object_response_bytes(obj: objects.StoredObject) -> bytes:
+    """`response_bytes` of an object's JSON, joined from its pieces in one copy."""
+    parts = obj.json_parts()
+    parts.append(b"\n")
+    return b"".join(parts)
 
 
 def error_event_bytes(status: Mapping[str, Any]) -> bytes:

@@ -21,8 +21,10 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 _INFO = "minikcp.request_info"
 _AUDIT = "minikcp.audit"
-_REFUSED = "minikcp.unauthenticated"
 _APPLY = "application/apply-patch+yaml"
+# In place of an audit event: anonymous, refused with 401 next (audited as a failed
+# authentication).
+_REFUSED = object()
 _METRIC_VERBS = {
     "get": "GET",
     "list": "LIST",
@@ -69,7 +71,7 @@ class Observer:
         if user is authn.ANONYMOUS and not authorizer.always_allowed(info):
             # Refused with 401 next: audited as a failed authentication (no user), as
             # kube-apiserver without anonymous auth does.
-            request[_REFUSED] = True
+            request[_AUDIT] = _REFUSED
             return
         verb = info.verb if info.is_resource_request else request.method.lower()
         decision = self.auditing.policy.decide_for(user.name, user.groups, verb, info)
@@ -97,8 +99,8 @@ class Observer:
     def long_running(self, request: web.Request, info: request_info.RequestInfo) -> Iterator[None]:
         """A watch or stream: out of the inflight count, in the long-running gauge; its audit
         event has a ResponseStarted stage."""
-        pending: audit_events.Request | None = request.get(_AUDIT)
-        if pending is not None:
+        pending = self._pending_audit(request)
+        if isinstance(pending, audit_events.Request):
             status = audit_events.response_status(200, None)
             self._stage(pending, "ResponseStarted", status=status)
         if self.metrics is None:
@@ -130,21 +132,36 @@ class Observer:
                 response = await handler(request)
             finally:
                 inflight[kind] -= 1
+            # Read back by item, not `request.get`: a missing key would raise and catch a
+            # KeyError inside it, and every request asks.
+            try:
+                info: request_info.RequestInfo | None = request[_INFO]
+            except KeyError:  # refused before it was parsed or authenticated
+                info = None
             if registry is not None:
-                labels = _request_labels(request, request.get(_INFO))
+                labels = _request_labels(request, info)
                 registry.observe_request(labels, response.status, perf_counter() - start)
-            pending: audit_events.Request | None = request.get(_AUDIT)
-            if pending is not None:
+            if self.auditing is None:
+                return response
+            pending = self._pending_audit(request)
+            if isinstance(pending, audit_events.Request):
                 await self._complete(request, response, pending)
-            elif (
-                response.status == 401
-                and self.auditing is not None
-                and (_INFO not in request or _REFUSED in request)
-            ):
-                self._unauthenticated(request, request.get(_INFO))
+            elif response.status == 401 and (info is None or pending is _REFUSED):
+                self._unauthenticated(request, info)
             return response
 
         return observed
+
+    def _pending_audit(self, request: web.Request) -> audit_events.Request | object | None:
+        """The request's audit event so far; _REFUSED for an anonymous request about to be
+        answered 401; None when not audited (or no auditing)."""
+        if self.auditing is None:
+            return None
+        try:
+            found: audit_events.Request | object = request[_AUDIT]
+        except KeyError:
+            return None
+        return found
 
     def _unauthenticated(self, request: web.Request, info: request_info.RequestInfo | None) -> None:
         """A request that failed authentication: one event at ResponseStarted with no user and
@@ -288,7 +305,7 @@ def _request_labels(
     request: web.Request, info: request_info.RequestInfo | None
 ) -> metrics.RequestLabels:
     """verb, dry_run, group, version, resource, subresource, scope, component (metrics.go)."""
-    dry_run = "All" if request.query.get("dryRun") else ""
+    dry_run = "All" if request.query_string and request.query.get("dryRun") else ""
     if info is None or not info.is_resource_request:
         return (request.method, dry_run, "", "", "", "", "", "apiserver")
     verb = _METRIC_VERBS.get(info.verb, info.verb.upper())

@@ -141,8 +141,8 @@ class ResourceHandler:
         visible: Visible | None = None,
     ) -> web.StreamResponse:
         verb, name, sub = info.verb, info.name, info.subresource
-        reviewer = self.registry.reviewer(rt)
-        if reviewer is not None and verb == "create":
+        reviewer = self.registry.reviewer(rt) if verb == "create" else None
+        if reviewer is not None:
             opts = write_options(query, request.headers.get("User-Agent", ""))
             body = await _read_body(request)
             question = _as_object(encoding.decode_body(body, _content_type(request), kind=rt))
@@ -241,11 +241,10 @@ class ResourceHandler:
         if table is not None:
             printer = self.registry.store(rt).strategy.printer
             body = encoding.table_bytes(printer, [obj], table, revision=obj.revision)
+            body = encoding.response_bytes(body)
         else:
-            body = obj.to_json()
-        return web.Response(
-            body=encoding.response_bytes(body), status=status, content_type=encoding.JSON
-        )
+            body = encoding.object_response_bytes(obj)
+        return web.Response(body=body, status=status, content_type=encoding.JSON)
 
     async def _list(
         self,

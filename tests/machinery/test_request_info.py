@@ -162,3 +162,20 @@ def test_too_many_segments_is_not_found() -> None:
     with pytest.raises(errors.StatusError) as caught:
         request_info.parse("GET", "/api/v1/namespaces/ns/pods/p/log/extra", watch_param=False)
     assert caught.value.code == 404
+
+
+@pytest.mark.parametrize(("path", "watch"), [(path, watch) for _, path, watch, _ in CASES])
+def test_parse_remembers_each_method_path_and_watch_apart(path: str, watch: bool) -> None:
+    for method in ("GET", "DELETE", "POST"):
+        for watch_param in (watch, not watch):
+            for _ in range(2):  # the second answer is the remembered one
+                info = request_info.parse(method, path, watch_param=watch_param)
+                assert info == request_info._parse(method, path, watch_param)
+
+
+def test_parse_stays_bounded() -> None:
+    for i in range(request_info._PARSED_MAX + 10):
+        request_info.parse("GET", f"/api/v1/namespaces/ns/pods/p{i}", watch_param=False)
+    assert len(request_info._PARSED) <= request_info._PARSED_MAX
+    info = request_info.parse("GET", "/api/v1/namespaces/ns/pods/p3", watch_param=False)
+    assert (info.name, info.verb) == ("p3", "get")

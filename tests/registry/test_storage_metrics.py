@@ -66,6 +66,26 @@ async def test_calls_are_timed_by_operation_and_resource(store: sqlite.SqliteSto
     assert stats.errors == {("get", "", "configmaps"): 1}
 
 
+async def test_gets_past_the_bound_of_remembered_keys_are_still_counted(
+    store: sqlite.SqliteStorage, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(storage_metrics, "_GET_OBSERVERS_MAX", 4)
+    stats = metrics.StorageStats()
+    timed = storage_metrics.TimedStorage(store, stats.series)
+    await timed.create(CM + "a", b"{}")
+    for _ in range(3):  # the same keys again, once the map has started again
+        for i in range(10):
+            await timed.get(CM + f"k{i}")
+            await timed.get(f"/registry/apps/deployments/root/default/d{i}")
+    await timed.get(CM + "a")
+    counts = {labels: sum(series.buckets) for labels, series in stats.requests.items()}
+    assert counts == {
+        ("create", "", "configmaps"): 1,
+        ("get", "", "configmaps"): 31,
+        ("get", "apps", "deployments"): 30,
+    }
+
+
 async def test_object_counts_are_polled_per_resource(store: sqlite.SqliteStorage) -> None:
     for name in ("a", "b"):
         await store.create(CM + name, b"{}")
