@@ -27,6 +27,8 @@ APPLY_PATCH = "application/apply-patch+yaml"
 
 BUILTIN_PATCH_TYPES = (JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH, APPLY_PATCH)
 CUSTOM_PATCH_TYPES = (JSON_PATCH, MERGE_PATCH, APPLY_PATCH)
+# Creates and deletes by others an apply may meet between its read and its write.
+_APPLY_ATTEMPTS = 4
 
 
 def decode_patch_body(patch_type: str, body: bytes) -> Any:
@@ -146,7 +148,6 @@ async def _apply(
         raise errors.bad_request(
             f"the name of the object ({meta['name']}) does not match the name on the URL ({name})"
         )
-    current = await store.find(ctx, namespace, name)
     unmanaged = WriteOptions(
         dry_run=opts.dry_run, field_manager="", field_validation=opts.field_validation
     )
@@ -163,18 +164,31 @@ async def _apply(
             subresource=subresource,
         )
 
-    if current is None:
-        if subresource:
-            raise errors.not_found(store.rt.plural, name, group=store.rt.group)
-        created = applying(None)
-        created.setdefault("metadata", {})["name"] = name
+    # As upstream's apply (forceAllowCreate), each attempt creates or updates whatever is there
+    # then: an object deleted while it was applied to is created, never a 404.
+    lost: errors.StatusError | None = None
+    for _ in range(_APPLY_ATTEMPTS):
+        if await store.find(ctx, namespace, name) is None:
+            if subresource:
+                raise errors.not_found(store.rt.plural, name, group=store.rt.group)
+            created = applying(None)
+            created.setdefault("metadata", {})["name"] = name
+            try:
+                return await store.create(ctx, namespace, created, unmanaged), True
+            except errors.StatusError as exc:
+                if exc.reason != "AlreadyExists":
+                    raise
+                lost = exc  # another creator won: apply to what is there now
+                continue
         try:
-            return await store.create(ctx, namespace, created, unmanaged), True
+            obj = await store.guaranteed_update(
+                ctx, namespace, name, applying, unmanaged, subresource=subresource, managed=False
+            )
         except errors.StatusError as exc:
-            if exc.reason != "AlreadyExists":
+            if exc.reason != "NotFound" or subresource:
                 raise
-            # Lost a race with another creator: apply to what is there now.
-    obj = await store.guaranteed_update(
-        ctx, namespace, name, applying, unmanaged, subresource=subresource, managed=False
-    )
-    return obj, False
+            lost = exc  # deleted since it was read: the next attempt creates it
+            continue
+        return obj, False
+    assert lost is not None
+    raise lost
