@@ -82,23 +82,26 @@ class DeploymentPass:
             )
             self.deployment = deployment = updated.view()
             self.writes += 1
+        resized: dict[str, int] = {}
         if spec.get("paused"):
             resized = rollout.paused_replicas(deployment, new_rs, old_rss)
             if new_rs is not None and new_rs["metadata"]["name"] in resized:
                 size = resized.pop(new_rs["metadata"]["name"])
                 new_rs = await self._scale(new_rs, size, {})
-        else:
+        if new_rs is not None:
+            # The new pods first: old ones may go in this same pass as soon as new ones are
+            # available, as the controller's next sync after the ReplicaSet's status would.
+            new_rs = await self._sync_pods(new_rs)
+        if not spec.get("paused"):
             resized = rollout.old_rs_replicas(deployment, new_rs, old_rss)
         scaled_old: list[Mapping[str, Any]] = []
         for rs in old_rss:
             new_size = resized.get(rs["metadata"]["name"])
             if new_size is not None:
                 rs = await self._scale(rs, new_size, {})
-            scaled_old.append(rs)
-        everything = ([new_rs] if new_rs is not None else []) + scaled_old
-        synced = [await self._sync_pods(rs) for rs in everything]
-        self.new_rs = synced[0] if new_rs is not None else None
-        self.old_rss = synced[1:] if new_rs is not None else synced
+            scaled_old.append(await self._sync_pods(rs))
+        self.new_rs = new_rs
+        self.old_rss = scaled_old
         await self._cleanup_history()
         await self._write_deployment_status(created)
 
