@@ -40,6 +40,8 @@ class DeploymentPass:
         self.next_at: float | None = None
         self.new_rs: Mapping[str, Any] | None = None
         self.old_rss: list[Mapping[str, Any]] = []
+        # The revision annotation the Deployment is to get (None: it has it).
+        self.revision: str | None = None
 
     def _due(self, at: float | None) -> None:
         if at is not None and (self.next_at is None or at < self.next_at):
@@ -77,11 +79,8 @@ class DeploymentPass:
         if new_rs is not None and deployment["metadata"].get("annotations", {}).get(
             rollout.REVISION
         ) != str(rollout.revision(new_rs)):
-            updated = await self.objects.update_deployment_revision(
-                self.ctx, deployment, str(rollout.revision(new_rs))
-            )
-            self.deployment = deployment = updated.view()
-            self.writes += 1
+            # Written with the status at the end of the pass, as the controller does.
+            self.revision = str(rollout.revision(new_rs))
         resized: dict[str, int] = {}
         if spec.get("paused"):
             resized = rollout.paused_replicas(deployment, new_rs, old_rss)
@@ -209,8 +208,11 @@ class DeploymentPass:
         status = deployment_conditions.deployment_status(
             deployment, everything, self.new_rs, self.now, created_new_rs=created
         )
-        if status != (deployment.get("status") or {}):
-            written = await self.objects.write_status("deployments", self.ctx, deployment, status)
+        annotations = {rollout.REVISION: self.revision} if self.revision is not None else {}
+        if annotations or status != (deployment.get("status") or {}):
+            written = await self.objects.write_status(
+                "deployments", self.ctx, deployment, status, annotations
+            )
             self.deployment = written.view()
             self.writes += 1
         self._due(deployment_conditions.next_progress_check(self.deployment, status, self.now))
