@@ -192,6 +192,7 @@ class WorkloadObjects:
         size: int,
         annotations: Mapping[str, str],
     ) -> StoredObject:
+        """A new size and annotations on the stored ReplicaSet (nothing there to decode-check)."""
         meta = rs["metadata"]
 
         def mutate(current: dict[str, Any] | None) -> dict[str, Any]:
@@ -205,7 +206,7 @@ class WorkloadObjects:
             return current
 
         updated = await self._replica_sets.guaranteed_update(
-            ctx, meta["namespace"], meta["name"], mutate, _CONTROLLER
+            ctx, meta["namespace"], meta["name"], mutate, _CONTROLLER, decoded=True
         )
         self.rs_informer.record(updated)
         return updated
@@ -238,8 +239,10 @@ class WorkloadObjects:
             return current
 
         opts = _KUBELET if kind == "pods" else _CONTROLLER
+        # A status built here over a stored object has no fields to decode-check (like other
+        # controllers' status writes).
         written = await store.guaranteed_update(
-            ctx, meta["namespace"], meta["name"], mutate, opts, subresource="status"
+            ctx, meta["namespace"], meta["name"], mutate, opts, subresource="status", decoded=True
         )
         if cache is not None:
             cache.record(written)
