@@ -10,9 +10,10 @@ Deployment being rolled out as `kubectl rollout status` judges it (minus the
 simulated pod delay), and the downstream writes per upstream change: object creations,
 deletions and changes of anything but status seen by watches on the physical clusters (a
 server-side apply that changes nothing is not visible there, and is skipped by the syncer
-anyway). The syncer's per-target rate limit applies (`minikcp start`'s defaults unless --qps is
-given; the burst is then 1.5 x qps). All processes share the machine's cores, so figures vary
-with what else runs.
+anyway), and the CPU seconds the upstream and each simulated cluster used in the phase (the
+simulators' per object: what their rollouts cost). The syncer's per-target rate limit applies
+(`minikcp start`'s defaults unless --qps is given; the burst is then 1.5 x qps). All processes
+share the machine's cores, so figures vary with what else runs.
 Run: python bench/syncer_bench.py [--deployments 1000] [--replicas 2] [--delay 1] [--qps Q]
     [--kind deployment|statefulset] [--profile upstream.prof] [--server-arg=--sync-workers=4]
 Profile the syncer (it runs in the upstream minikcp): `--profile F` runs that server under
@@ -137,7 +138,12 @@ class Observer:
 
 
 async def _phase(
-    label: str, observer: Observer, names: list[str], act: Any, args: argparse.Namespace
+    label: str,
+    observer: Observer,
+    names: list[str],
+    act: Any,
+    args: argparse.Namespace,
+    pids: list[int],
 ) -> None:
     observer.upstream_done.clear()
     observer.present_on.clear()
@@ -145,6 +151,7 @@ async def _phase(
     observer.down_done_on.clear()
     observer.down_done_at.clear()
     writes = observer.writes
+    cpu_before = [measure.cpu_seconds(pid) for pid in pids]
     t0 = time.perf_counter()
     started, requests = await measure.run_clients(names, args.clients, act)
     await measure.wait_until(
@@ -152,6 +159,7 @@ async def _phase(
     )
     await asyncio.sleep(2)  # late writes (there should be none) still count
     total = time.perf_counter() - t0
+    cpu = [measure.cpu_seconds(pid) - b for pid, b in zip(pids, cpu_before, strict=True)]
     n = len(names)
     print(f"{label}: {n} {args.kind}s, requests {n / requests:.0f}/s, all done in {total:.1f}s")
     present = [observer.present_at[k] - started[k] for k in names if k in observer.present_at]
@@ -175,6 +183,11 @@ async def _phase(
         f"p50 {pct(done, 0.5):.2f}s, p99 {pct(done, 0.99):.2f}s ({len(done)}/{n})"
     )
     print(f"  downstream writes per upstream change: {(observer.writes - writes) / n:.2f}")
+    print(
+        f"  CPU of the phase: upstream {cpu[0]:.1f}s, simulated clusters "
+        + " + ".join(f"{c:.1f}s" for c in cpu[1:])
+        + f" ({sum(cpu[1:]) * 1000 / n:.1f} ms per {args.kind})"
+    )
 
 
 async def bench(
@@ -213,9 +226,10 @@ async def bench(
             await deployments.set_image(session, url, name, "nginx:1.27")
 
         observer.image = "nginx:1.26"
-        await _phase("create", observer, names, create, args)
+        pids = [s.process.pid for s in (up, *downs)]
+        await _phase("create", observer, names, create, args, pids)
         observer.image = "nginx:1.27"
-        await _phase("image change", observer, names, set_image, args)
+        await _phase("image change", observer, names, set_image, args, pids)
     finally:
         for task in tasks:
             task.cancel()

@@ -87,6 +87,10 @@ class Informer:
         self._by_owner: dict[tuple[str, str, str, str], dict[str, StoredObject]] = {}
         # Our own deletions, until the watch has passed them: an older event must not revive one.
         self._tombstones: dict[ObjectKey, int] = {}
+        # Revisions of objects recorded before the watch reached them: their events change
+        # nothing, so they are passed over without decoding the object for its key.
+        self._echoes: set[int] = set()
+        self._watched = 0  # the revision the watch has reached
         self.synced = asyncio.Event()
 
     # -- reads ----------------------------------------------------------------------------------
@@ -119,6 +123,8 @@ class Informer:
         current = self._objects.get(key)
         if current is None or current.revision <= obj.revision:
             self._put(key, obj)
+        if obj.revision > self._watched:
+            self._echoes.add(obj.revision)
 
     def record_deleted(self, key: ObjectKey, revision: int) -> None:
         current = self._objects.get(key)
@@ -198,6 +204,9 @@ class Informer:
         listing = await self._registry.store(self._rt).list(
             _ALL_CLUSTERS, "", list_options.ListOptions()
         )
+        # The listing may be older than a recorded object: its event must not be passed over.
+        self._watched = listing.revision
+        self._echoes.clear()
         fresh = {key_of(obj): obj for obj in listing.items}
         gone = [key for key in self._objects if key not in fresh]
         for key in gone:
@@ -223,10 +232,16 @@ class Informer:
                 if event.type == watching.ERROR:
                     return
                 if event.type == watching.BOOKMARK:
-                    revision = max(revision, event.revision)
+                    revision = self._watched = max(revision, event.revision)
                     continue
                 assert event.object is not None
-                revision = max(revision, event.object.revision)
+                written = event.object.revision
+                revision = self._watched = max(revision, written)
+                if written in self._echoes:
+                    self._echoes.discard(written)
+                    # One object is written per revision, but a deletion's may be shared.
+                    if event.type != watching.DELETED:
+                        continue
                 self._apply(event)
             # A watch ended at once (the hub is stopping) must not spin past a cancellation.
             await asyncio.sleep(0)

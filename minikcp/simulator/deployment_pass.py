@@ -40,6 +40,8 @@ class DeploymentPass:
         self.next_at: float | None = None
         self.new_rs: Mapping[str, Any] | None = None
         self.old_rss: list[Mapping[str, Any]] = []
+        # The revision annotation the Deployment is to get (None: it has it).
+        self.revision: str | None = None
 
     def _due(self, at: float | None) -> None:
         if at is not None and (self.next_at is None or at < self.next_at):
@@ -77,28 +79,28 @@ class DeploymentPass:
         if new_rs is not None and deployment["metadata"].get("annotations", {}).get(
             rollout.REVISION
         ) != str(rollout.revision(new_rs)):
-            updated = await self.objects.update_deployment_revision(
-                self.ctx, deployment, str(rollout.revision(new_rs))
-            )
-            self.deployment = deployment = updated.view()
-            self.writes += 1
+            # Written with the status at the end of the pass, as the controller does.
+            self.revision = str(rollout.revision(new_rs))
+        resized: dict[str, int] = {}
         if spec.get("paused"):
             resized = rollout.paused_replicas(deployment, new_rs, old_rss)
             if new_rs is not None and new_rs["metadata"]["name"] in resized:
                 size = resized.pop(new_rs["metadata"]["name"])
                 new_rs = await self._scale(new_rs, size, {})
-        else:
+        if new_rs is not None:
+            # The new pods first: old ones may go in this same pass as soon as new ones are
+            # available, as the controller's next sync after the ReplicaSet's status would.
+            new_rs = await self._sync_pods(new_rs)
+        if not spec.get("paused"):
             resized = rollout.old_rs_replicas(deployment, new_rs, old_rss)
         scaled_old: list[Mapping[str, Any]] = []
         for rs in old_rss:
             new_size = resized.get(rs["metadata"]["name"])
             if new_size is not None:
                 rs = await self._scale(rs, new_size, {})
-            scaled_old.append(rs)
-        everything = ([new_rs] if new_rs is not None else []) + scaled_old
-        synced = [await self._sync_pods(rs) for rs in everything]
-        self.new_rs = synced[0] if new_rs is not None else None
-        self.old_rss = synced[1:] if new_rs is not None else synced
+            scaled_old.append(await self._sync_pods(rs))
+        self.new_rs = new_rs
+        self.old_rss = scaled_old
         await self._cleanup_history()
         await self._write_deployment_status(created)
 
@@ -206,8 +208,11 @@ class DeploymentPass:
         status = deployment_conditions.deployment_status(
             deployment, everything, self.new_rs, self.now, created_new_rs=created
         )
-        if status != (deployment.get("status") or {}):
-            written = await self.objects.write_status("deployments", self.ctx, deployment, status)
+        annotations = {rollout.REVISION: self.revision} if self.revision is not None else {}
+        if annotations or status != (deployment.get("status") or {}):
+            written = await self.objects.write_status(
+                "deployments", self.ctx, deployment, status, annotations
+            )
             self.deployment = written.view()
             self.writes += 1
         self._due(deployment_conditions.next_progress_check(self.deployment, status, self.now))

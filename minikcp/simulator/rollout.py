@@ -9,6 +9,7 @@ status and its conditions are in `deployment_conditions`.
 from __future__ import annotations
 
 import datetime
+import functools
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -36,7 +37,13 @@ _SAFE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 
 
 def rfc3339(at: float) -> str:
-    return datetime.datetime.fromtimestamp(int(at), datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return _rfc3339_second(int(at))
+
+
+@functools.lru_cache(maxsize=4)
+def _rfc3339_second(second: int) -> str:
+    # A pass stamps many conditions, pods and events within the same second.
+    return datetime.datetime.fromtimestamp(second, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def parse_time(text: str) -> float | None:

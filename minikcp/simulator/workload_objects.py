@@ -204,6 +204,7 @@ class WorkloadObjects:
         size: int,
         annotations: Mapping[str, str],
     ) -> StoredObject:
+        """A new size and annotations on the stored ReplicaSet (nothing there to decode-check)."""
         meta = rs["metadata"]
 
         def mutate(current: dict[str, Any] | None) -> dict[str, Any]:
@@ -217,7 +218,7 @@ class WorkloadObjects:
             return current
 
         updated = await self._replica_sets.guaranteed_update(
-            ctx, meta["namespace"], meta["name"], mutate, _CONTROLLER
+            ctx, meta["namespace"], meta["name"], mutate, _CONTROLLER, decoded=True
         )
         self.rs_informer.record(updated)
         return updated
@@ -228,8 +229,10 @@ class WorkloadObjects:
         ctx: RequestContext,
         obj: Mapping[str, Any],
         status: dict[str, Any],
+        annotations: Mapping[str, str] | None = None,
     ) -> StoredObject:
-        """Write `status` through the status subresource, if `obj` is still the stored version."""
+        """Write `status` through the status subresource, if `obj` is still the stored version;
+        `annotations` join the object's (a Deployment's status write may set them)."""
         store, cache = self._kinds[kind]
         meta = obj["metadata"]
         expected = meta.get("resourceVersion", "")
@@ -239,11 +242,19 @@ class WorkloadObjects:
                 raise errors.not_found(kind, meta["name"])
             current["status"] = status
             current["metadata"]["resourceVersion"] = expected
+            if annotations:
+                current_meta = current["metadata"]
+                current_meta["annotations"] = {
+                    **(current_meta.get("annotations") or {}),
+                    **annotations,
+                }
             return current
 
         opts = _KUBELET if kind == "pods" else _CONTROLLER
+        # A status built here over a stored object has no fields to decode-check (like other
+        # controllers' status writes).
         written = await store.guaranteed_update(
-            ctx, meta["namespace"], meta["name"], mutate, opts, subresource="status"
+            ctx, meta["namespace"], meta["name"], mutate, opts, subresource="status", decoded=True
         )
         if cache is not None:
             cache.record(written)
@@ -300,27 +311,6 @@ class WorkloadObjects:
         await self._delete(
             store, cache, ctx, obj["metadata"], grace_period=grace_period, propagation=propagation
         )
-
-    async def update_deployment_revision(
-        self, ctx: RequestContext, deployment: Mapping[str, Any], value: str
-    ) -> StoredObject:
-        meta = deployment["metadata"]
-        expected = meta.get("resourceVersion", "")
-
-        def mutate(current: dict[str, Any] | None) -> dict[str, Any]:
-            if current is None:
-                raise errors.not_found("deployments", meta["name"], group="apps")
-            annotations = current["metadata"].get("annotations") or {}
-            annotations[rollout.REVISION] = value
-            current["metadata"]["annotations"] = annotations
-            current["metadata"]["resourceVersion"] = expected
-            return current
-
-        written = await self._deployments.guaranteed_update(
-            ctx, meta["namespace"], meta["name"], mutate, _CONTROLLER
-        )
-        self.deployment_informer.record(written)
-        return written
 
     async def record_event(
         self,

@@ -145,3 +145,60 @@ async def test_orphans_are_indexed_by_namespace_when_asked(reg: registry.Registr
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_echoes_of_own_writes_are_passed_over_and_nothing_else(
+    reg: registry.Registry,
+) -> None:
+    rt = reg.catalog.by_resource("", "v1", "configmaps")
+    assert rt is not None
+    store = reg.store(rt)
+    seen: list[tuple[str, str, str]] = []
+
+    def changed(new: StoredObject | None, old: StoredObject | None) -> None:
+        obj = new or old
+        assert obj is not None
+        data = (new.view().get("data") or {}).get("k", "") if new is not None else ""
+        seen.append(("deleted" if new is None else "changed", obj.metadata["name"], data))
+
+    def set_data(value: str) -> Any:
+        def mutate(current: dict[str, Any] | None) -> dict[str, Any]:
+            assert current is not None
+            current["data"] = {"k": value}
+            return current
+
+        return mutate
+
+    ctx, opts = objects.RequestContext("one"), objects.WriteOptions()
+    cache = informer.Informer(reg, rt, owner_kind="Deployment", on_change=changed)
+    task = asyncio.create_task(cache.run())
+    try:
+        await asyncio.wait_for(cache.synced.wait(), 5)
+        # Our own create and update: recorded, and their events wake nobody.
+        cache.record(await store.create(ctx, "default", _cm("mine", "web"), opts))
+        mine = await store.guaranteed_update(ctx, "default", "mine", set_data("ours"), opts)
+        cache.record(mine)
+        # Someone else's update of the same object right after is delivered.
+        await store.guaranteed_update(ctx, "default", "mine", set_data("theirs"), opts)
+        await until(lambda: seen, timeout=5)
+        assert seen == [("changed", "mine", "theirs")]
+        assert cache.get(("one", "default", "mine")).view()["data"] == {"k": "theirs"}
+        # An object read after the watch passed its revision: its event is not awaited, so
+        # the next write of it, with the same content as before, is still delivered.
+        await until(lambda: not cache._echoes, timeout=5)
+        read = await store.get(ctx, "default", "mine")
+        cache.record(read)
+        assert not cache._echoes
+        await store.guaranteed_update(ctx, "default", "mine", set_data("again"), opts)
+        await until(lambda: len(seen) == 2, timeout=5)
+        assert seen[1] == ("changed", "mine", "again")
+        # Someone else's deletion after our write is delivered too.
+        cache.record(await store.guaranteed_update(ctx, "default", "mine", set_data("x"), opts))
+        await store.delete(ctx, "default", "mine", {}, opts)
+        await until(lambda: len(seen) == 3, timeout=5)
+        assert seen[2] == ("deleted", "mine", "")
+        assert cache.get(("one", "default", "mine")) is None
+        assert not cache._echoes
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)

@@ -119,6 +119,17 @@ class _UnservedStatusStrategy(ScalableStrategy):
 class DeploymentStrategy(_UnservedStatusStrategy):
     condition_update_time = True
 
+    def prepare_for_status_update(self, obj: dict[str, Any], old: Mapping[str, Any]) -> None:
+        """As upstream's deployment status strategy, which resets spec and labels only: the
+        annotations are the write's, so the deployment controller sets its revision annotation
+        with the status in one write."""
+        annotations = obj.get("metadata", {}).get("annotations")
+        super().prepare_for_status_update(obj, old)
+        if annotations:
+            obj["metadata"]["annotations"] = annotations
+        else:
+            obj["metadata"].pop("annotations", None)
+
 
 def _now() -> str:
     import datetime
