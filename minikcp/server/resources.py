@@ -13,7 +13,7 @@ from aiohttp import web
 from minikcp.apis import catalog
 from minikcp.machinery import errors, list_options, request_info, users
 from minikcp.registry import objects, patching, pod_streams, registry, scale
-from minikcp.server import encoding, table_rows
+from minikcp.server import encoding, table_rows, watch_stream
 
 _FIELD_VALIDATION = ("Strict", "Warn", "Ignore")
 
@@ -313,6 +313,7 @@ class ResourceHandler:
             await batches.aclose()
             return response  # the client went away before the headers: nothing to answer
         first = True
+        chunks = watch_stream.ChunkWriter(request)
         sent = None
         if self._watch_events is not None:
             sent = self._watch_events(rt.group, rt.version, rt.plural)
@@ -331,7 +332,7 @@ class ResourceHandler:
                 if sent is not None:
                     sent(len(frames))
                 # The events that were ready together go out as one chunk: one write, one record.
-                await response.write(frames[0] if len(frames) == 1 else b"".join(frames))
+                await chunks.write(frames)
         except errors.StatusError as exc:
             with contextlib.suppress(ConnectionResetError, ConnectionError):
                 await response.write(encoding.error_event_bytes(exc.to_status()))
