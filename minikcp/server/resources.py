@@ -306,14 +306,14 @@ class ResourceHandler:
         # Past option parsing, errors travel in the stream as ERROR events (as upstream).
         response = web.StreamResponse(status=200)
         response.content_type = encoding.JSON
-        response.enable_chunked_encoding()
         try:
+            # Chunked over HTTP/1.1; over HTTP/1.0 the stream ends with the connection.
             await response.prepare(request)
         except (ConnectionResetError, ConnectionError):
             await batches.aclose()
             return response  # the client went away before the headers: nothing to answer
         first = True
-        chunks = watch_stream.ChunkWriter(request)
+        lines = watch_stream.BatchWriter(request, response)
         sent = None
         if self._watch_events is not None:
             sent = self._watch_events(rt.group, rt.version, rt.plural)
@@ -332,7 +332,7 @@ class ResourceHandler:
                 if sent is not None:
                     sent(len(frames))
                 # The events that were ready together go out as one chunk: one write, one record.
-                await chunks.write(frames)
+                await lines.write(frames)
         except errors.StatusError as exc:
             with contextlib.suppress(ConnectionResetError, ConnectionError):
                 await response.write(encoding.error_event_bytes(exc.to_status()))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import concurrent.futures
 import http.client
 import json
+import socket
 import threading
 import time
 import typing
@@ -510,3 +511,30 @@ def test_watch_stream_is_framed_as_chunks_of_whole_event_lines(
     ]
     revisions = [int(e["object"]["metadata"]["resourceVersion"]) for e in events]
     assert revisions == sorted(revisions) and revisions[0] > int(rv)
+
+
+def test_watch_over_http_1_0_streams_lines_until_the_connection_ends(
+    server: ServerProcess, cluster: str
+) -> None:
+    """No chunked framing for an HTTP/1.0 client: the lines as they are, then the close."""
+    _create(server, cluster, ("old",))
+    host, port = server.base_url.removeprefix("https://").split(":")
+    query = "?watch=1&resourceVersion=0&timeoutSeconds=1"
+    request = f"GET {_cm_path(cluster)}{query} HTTP/1.0\r\nHost: {host}\r\n\r\n"
+    with (
+        socket.create_connection((host, int(port)), timeout=10) as raw,
+        server.ssl_context().wrap_socket(raw, server_hostname=host) as conn,
+    ):
+        conn.sendall(request.encode())
+        received = []
+        while data := conn.recv(65536):  # the server ends the stream by closing
+            received.append(data)
+    head, _, body = b"".join(received).partition(b"\r\n\r\n")
+    status, *header_lines = head.decode().split("\r\n")
+    assert status.split(" ", 2)[1] == "200", head
+    headers = {k.lower(): v.strip() for k, _, v in (line.partition(":") for line in header_lines)}
+    assert "transfer-encoding" not in headers
+    assert headers["content-type"] == "application/json"
+    events = [orjson.loads(line) for line in body.splitlines()]
+    names = {e["object"]["metadata"]["name"] for e in events}
+    assert {e["type"] for e in events} == {"ADDED"} and "old" in names
