@@ -13,7 +13,7 @@ from aiohttp import web
 from minikcp.apis import catalog
 from minikcp.machinery import errors, list_options, request_info, users
 from minikcp.registry import objects, patching, pod_streams, registry, scale
-from minikcp.server import encoding, table_rows
+from minikcp.server import encoding, table_rows, watch_stream
 
 _FIELD_VALIDATION = ("Strict", "Warn", "Ignore")
 
@@ -305,13 +305,14 @@ class ResourceHandler:
         # Past option parsing, errors travel in the stream as ERROR events (as upstream).
         response = web.StreamResponse(status=200)
         response.content_type = encoding.JSON
-        response.enable_chunked_encoding()
         try:
+            # Chunked over HTTP/1.1; over HTTP/1.0 the stream ends with the connection.
             await response.prepare(request)
         except (ConnectionResetError, ConnectionError):
             await batches.aclose()
             return response  # the client went away before the headers: nothing to answer
         first = True
+        lines = watch_stream.BatchWriter(request, response)
         sent = None
         if self._watch_events is not None:
             sent = self._watch_events(rt.group, rt.version, rt.plural)
@@ -330,7 +331,7 @@ class ResourceHandler:
                 if sent is not None:
                     sent(len(frames))
                 # The events that were ready together go out as one chunk: one write, one record.
-                await response.write(frames[0] if len(frames) == 1 else b"".join(frames))
+                await lines.write(frames)
         except errors.StatusError as exc:
             with contextlib.suppress(ConnectionResetError, ConnectionError):
                 await response.write(encoding.error_event_bytes(exc.to_status()))

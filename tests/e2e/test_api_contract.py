@@ -5,8 +5,10 @@ from __future__ import annotations
 import concurrent.futures
 import http.client
 import json
+import socket
 import threading
 import time
+import typing
 import urllib.request
 
 import orjson
@@ -449,3 +451,90 @@ def test_concurrent_deletes_of_a_namespace_are_200_or_404(
             timeout=10,
             what=f"namespace {name} gone",
         )
+
+
+def _read_chunks(stream: typing.BinaryIO) -> list[bytes]:
+    """The chunks of a chunked HTTP/1.1 body, framing checked; ends at the last (empty) one."""
+    chunks = []
+    while True:
+        size_line = stream.readline()
+        assert size_line.endswith(b"\r\n"), size_line
+        size = int(size_line, 16)
+        data = stream.read(size + 2)
+        assert data.endswith(b"\r\n") and len(data) == size + 2, data
+        if size == 0:  # the last chunk (no trailers follow)
+            return chunks
+        chunks.append(data[:size])
+
+
+def _create(server: ServerProcess, cluster: str, names: tuple[str, ...]) -> None:
+    for name in names:
+        code, _, body = server.request(
+            "POST", _cm_path(cluster), orjson.dumps({"metadata": {"name": name}}), headers=JSON
+        )
+        assert code == 201, body
+
+
+@pytest.mark.parametrize("backlog", [False, True], ids=["live", "backlog"])
+def test_watch_stream_is_framed_as_chunks_of_whole_event_lines(
+    server: ServerProcess, cluster: str, backlog: bool
+) -> None:
+    """Each chunk of a watch holds whole JSON lines; the stream ends with the last chunk. Events
+    already past when the watch starts come as one chunk."""
+    code, _, body = server.request("GET", _cm_path(cluster))
+    assert code == 200
+    rv = orjson.loads(body)["metadata"]["resourceVersion"]
+    names = ("c1", "c2", "c3")
+    if backlog:
+        _create(server, cluster, names)
+    host, port = server.base_url.removeprefix("https://").split(":")
+    conn = http.client.HTTPSConnection(host, int(port), context=server.ssl_context(), timeout=10)
+    try:
+        conn.request("GET", _cm_path(cluster) + f"?watch=1&resourceVersion={rv}&timeoutSeconds=2")
+        response = conn.getresponse()
+        assert response.status == 200
+        assert response.getheader("Transfer-Encoding") == "chunked"
+        if not backlog:
+            _create(server, cluster, names)
+        assert response.fp is not None
+        chunks = _read_chunks(response.fp)  # the raw body, framing and all
+    finally:
+        conn.close()
+    assert chunks and all(chunk.endswith(b"\n") for chunk in chunks)
+    if backlog:
+        assert len(chunks) == 1
+    events = [orjson.loads(line) for chunk in chunks for line in chunk.splitlines()]
+    assert [(e["type"], e["object"]["metadata"]["name"]) for e in events] == [
+        ("ADDED", "c1"),
+        ("ADDED", "c2"),
+        ("ADDED", "c3"),
+    ]
+    revisions = [int(e["object"]["metadata"]["resourceVersion"]) for e in events]
+    assert revisions == sorted(revisions) and revisions[0] > int(rv)
+
+
+def test_watch_over_http_1_0_streams_lines_until_the_connection_ends(
+    server: ServerProcess, cluster: str
+) -> None:
+    """No chunked framing for an HTTP/1.0 client: the lines as they are, then the close."""
+    _create(server, cluster, ("old",))
+    host, port = server.base_url.removeprefix("https://").split(":")
+    query = "?watch=1&resourceVersion=0&timeoutSeconds=1"
+    request = f"GET {_cm_path(cluster)}{query} HTTP/1.0\r\nHost: {host}\r\n\r\n"
+    with (
+        socket.create_connection((host, int(port)), timeout=10) as raw,
+        server.ssl_context().wrap_socket(raw, server_hostname=host) as conn,
+    ):
+        conn.sendall(request.encode())
+        received = []
+        while data := conn.recv(65536):  # the server ends the stream by closing
+            received.append(data)
+    head, _, body = b"".join(received).partition(b"\r\n\r\n")
+    status, *header_lines = head.decode().split("\r\n")
+    assert status.split(" ", 2)[1] == "200", head
+    headers = {k.lower(): v.strip() for k, _, v in (line.partition(":") for line in header_lines)}
+    assert "transfer-encoding" not in headers
+    assert headers["content-type"] == "application/json"
+    events = [orjson.loads(line) for line in body.splitlines()]
+    names = {e["object"]["metadata"]["name"] for e in events}
+    assert {e["type"] for e in events} == {"ADDED"} and "old" in names
