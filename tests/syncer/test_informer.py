@@ -45,7 +45,7 @@ def _informer(client: downstream.DownstreamClient, handler: informer.Handler) ->
         "",
         handler,
         ours=lambda obj: translate.is_owned(obj, REF),
-        others_in=translate.is_downstream_namespace,
+        noted=lambda obj: translate.is_downstream_namespace(obj["metadata"]["namespace"]),
     )
 
 
