@@ -111,7 +111,7 @@ class TargetWorker:
                 "",
                 self._handler(name),
                 ours=lambda obj: translate.is_owned(obj, ref),
-                noted=_someone_elses(s.strategy),
+                noted=noted_others(s.strategy),
             )
             for name, s in self.synced.items()
         }
@@ -377,7 +377,7 @@ class TargetWorker:
             )
 
 
-def _someone_elses(strategy: kinds.SyncStrategy) -> informer.Accept:
+def noted_others(strategy: kinds.SyncStrategy) -> informer.Accept:
     """Objects that are not ours worth noting: in minikcp's namespaces, not made by the cluster
     itself (a namespace's `kube-root-ca.crt`, `default` service account, its tokens)."""
 
