@@ -7,10 +7,11 @@ new list against the cache. Reconnects back off from 1 s to 30 s, or happen at o
 target's probe answers again.
 
 With `ours`, the informer lists and watches without a label filter and caches only the objects
-`ours` accepts; of the others it keeps just the keys (and uids) of those in namespaces `others_in`
-accepts. So "is there something of someone else's under this name in our namespace?" is answered
-from memory, not with a GET per new object. An object that stops being ours leaves the cache as a
-deletion, as it would with a label-filtered watch.
+`ours` accepts; of the others it keeps just the keys (and uids) of those `noted` accepts (someone
+else's objects in minikcp's namespaces). So "is there something of someone else's under this name
+in our namespace?" and "does anything still live in our namespace?" are answered from memory, not
+with a GET per new object or a list per namespace. An object that stops being ours leaves the
+cache as a deletion, as it would with a label-filtered watch.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ class Informer:
         *,
         watch_timeout: float = 300.0,
         ours: Accept | None = None,
-        others_in: Callable[[str], bool] | None = None,
+        noted: Accept | None = None,
     ) -> None:
         self.client = client
         self.path = path
@@ -51,9 +52,9 @@ class Informer:
         self.handler = handler
         self.watch_timeout = watch_timeout
         self.ours = ours
-        self.others_in = others_in
+        self.noted = noted
         self.cache: dict[Key, dict[str, Any]] = {}
-        # Objects that are not ours, in the namespaces others_in accepts: key -> uid.
+        # Objects that are not ours and that `noted` accepts: key -> uid.
         self.others: dict[Key, str] = {}
         self.synced = asyncio.Event()
         self.synced_at = 0.0  # monotonic time of the first successful list
@@ -76,7 +77,7 @@ class Informer:
         if self.ours is None or self.ours(obj):
             others.pop(key, None)
             return True
-        if self.others_in is not None and self.others_in(key[0]):
+        if self.noted is not None and self.noted(obj):
             others[key] = str(obj.get("metadata", {}).get("uid", ""))
         else:
             others.pop(key, None)

@@ -580,9 +580,13 @@ async def _status_from_published(
 
 
 async def collect_namespaces(ctx: Context, w: TargetWorker) -> None:
-    """Delete our downstream namespaces that hold nothing of ours and whose upstream namespace is
-    gone or no longer placed on this target (its logical cluster or namespace was deleted)."""
-    held = {ns for inf in w.informers.values() for ns, _ in inf.cache}
+    """Delete our downstream namespaces that hold nothing, ours or anyone else's, and whose
+    upstream namespace is gone or no longer placed on this target (its logical cluster or
+    namespace was deleted). Deleting a namespace deletes what is in it: an object a user or
+    another controller put there keeps it (kcp's syncer also waits for an empty namespace)."""
+    held = {
+        ns for inf in w.informers.values() for keys in (inf.cache, inf.others) for ns, _ in keys
+    }
     for (_, dns), ns_obj in list(w.namespaces.cache.items()):
         meta = ns_obj.get("metadata", {})
         located = translate.parse_locator(meta.get("annotations"))

@@ -18,7 +18,7 @@ from typing import Any
 from minikcp.runtime import supervise
 from minikcp.runtime.work_queue import ShutDown, WorkQueue
 from minikcp.syncer import client as downstream
-from minikcp.syncer import informer, metrics, resources, translate
+from minikcp.syncer import informer, kinds, metrics, resources, translate
 
 logger = logging.getLogger(__name__)
 
@@ -101,7 +101,9 @@ class TargetWorker:
         selector = f"{translate.TARGET_LABEL}={ref.key}"
         # Unfiltered, so that a new object needs no GET to learn whether someone else's object
         # holds its name in our namespace (reconcile never overwrites those): the informers
-        # cache what carries our label and only the keys of others in minikcp's namespaces.
+        # cache what carries our label and only the keys of others in minikcp's namespaces
+        # (not those the cluster makes in every namespace: they hold no name we would write,
+        # and they do not keep an emptied namespace).
         self.informers: dict[str, informer.Informer] = {
             name: informer.Informer(
                 client,
@@ -109,7 +111,7 @@ class TargetWorker:
                 "",
                 self._handler(name),
                 ours=lambda obj: translate.is_owned(obj, ref),
-                others_in=translate.is_downstream_namespace,
+                noted=noted_others(s.strategy),
             )
             for name, s in self.synced.items()
         }
@@ -373,6 +375,17 @@ class TargetWorker:
             raise downstream.Unreachable(
                 f"sync target {self.name} is not ready: {self.health.last_error}"
             )
+
+
+def noted_others(strategy: kinds.SyncStrategy) -> informer.Accept:
+    """Objects that are not ours worth noting: in minikcp's namespaces, not made by the cluster
+    itself (a namespace's `kube-root-ca.crt`, `default` service account, its tokens)."""
+
+    def noted(obj: dict[str, Any]) -> bool:
+        namespace = obj.get("metadata", {}).get("namespace", "")
+        return translate.is_downstream_namespace(namespace) and not strategy.never_synced(obj)
+
+    return noted
 
 
 def _content_changed(new: dict[str, Any], old: dict[str, Any]) -> bool:

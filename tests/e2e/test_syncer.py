@@ -366,6 +366,38 @@ def test_upstream_namespace_deleted(up: ServerProcess, two: env.Targets, cluster
     assert env.down_get(east, two.east_ns, "configmap", "stays") is not None
 
 
+def test_an_object_of_someone_else_keeps_an_emptied_namespace(
+    up: ServerProcess, two: env.Targets, cluster: str
+) -> None:
+    east, west = two.east, two.west
+    up.kubectl("create", "namespace", "shared", cluster=cluster)
+    up.kubectl("create", "configmap", "settings", "-n", "shared", cluster=cluster)
+    east_ns = env.downstream_ns(up, cluster, "east", "shared")
+    west_ns = env.downstream_ns(up, cluster, "west", "shared")
+    env.eventually(lambda: env.down_get(east, east_ns, "configmap", "settings"))
+    env.eventually(lambda: env.down_get(west, west_ns, "configmap", "settings"))
+    # A user of the physical cluster puts an object of their own in east's namespace.
+    east.kubectl("create", "configmap", "theirs", "-n", east_ns, "--from-literal=owner=them")
+    up.kubectl("delete", "namespace", "shared", "--timeout=30s", cluster=cluster)
+    env.eventually(
+        lambda: env.find(west, "root", "namespace", west_ns) is None,
+        timeout=30,
+        what="west's emptied namespace removed by its patrol",
+    )
+    assert env.down_get(east, east_ns, "configmap", "settings") is None
+    time.sleep(12)  # two more patrols of east (every 5 s here)
+    assert env.find(east, "root", "namespace", east_ns) is not None
+    theirs = env.down_get(east, east_ns, "configmap", "theirs")
+    assert theirs is not None and theirs["data"] == {"owner": "them"}
+    # Once their object is gone, the namespace is empty: the next patrol removes it.
+    east.kubectl("delete", "configmap", "theirs", "-n", east_ns)
+    env.eventually(
+        lambda: env.find(east, "root", "namespace", east_ns) is None,
+        timeout=30,
+        what="east's namespace removed once empty",
+    )
+
+
 def test_exec_plugin_credentials(
     up: ServerProcess,
     downs: tuple[ServerProcess, ServerProcess],

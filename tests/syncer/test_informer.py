@@ -45,7 +45,7 @@ def _informer(client: downstream.DownstreamClient, handler: informer.Handler) ->
         "",
         handler,
         ours=lambda obj: translate.is_owned(obj, REF),
-        others_in=translate.is_downstream_namespace,
+        noted=lambda obj: translate.is_downstream_namespace(obj["metadata"]["namespace"]),
     )
 
 
@@ -114,4 +114,50 @@ async def test_ours_are_cached_others_in_our_namespaces_are_noted(
         await asyncio.gather(task, return_exceptions=True)
         await client.close()
         # aiohttp closes TLS transports in the background; let that finish inside the test.
+        await asyncio.sleep(0.25)
+
+
+async def test_objects_written_while_it_lists_all_reach_the_cache(
+    connection: kubeconfig.Connection,
+) -> None:
+    """The list/watch handoff loses nothing: what another writer (a previous owner) creates
+    before, during and after the first list is cached, each object added once."""
+    writer = downstream.DownstreamClient(connection)
+    client = downstream.DownstreamClient(connection)
+    ns = translate.downstream_namespace(REF, "c", "handoff")
+    await writer.request("POST", "/api/v1/namespaces", body={"metadata": {"name": ns}})
+    cms = f"/api/v1/namespaces/{ns}/configmaps"
+    names = [f"cm-{i}" for i in range(60)]
+    listed = asyncio.Event()
+
+    async def write() -> None:
+        for i, name in enumerate(names):
+            if i >= 20:
+                listed.set()  # the informer starts now, with writes still coming
+                await asyncio.sleep(0.01)
+            await writer.request("POST", cms, body=_cm(ns, name, OURS))
+
+    added: list[str] = []
+
+    def handler(kind: str, new: dict[str, Any] | None, old: dict[str, Any] | None) -> None:
+        if kind == "ADDED" and new is not None:
+            added.append(new["metadata"]["name"])
+
+    inf = _informer(client, handler)
+    writing = asyncio.create_task(write())
+    await listed.wait()
+    task = asyncio.create_task(inf.run())
+    try:
+        await asyncio.wait_for(inf.synced.wait(), 10)
+        at_list = len(inf.cache)
+        await writing
+        assert 20 <= at_list < len(names)  # the writes overlapped the list and the watch
+        await _eventually(lambda: len(inf.cache) == len(names), "every object cached")
+        assert set(inf.cache) == {(ns, name) for name in names}
+        assert sorted(added) == sorted(names)
+    finally:
+        task.cancel()
+        await asyncio.gather(task, writing, return_exceptions=True)
+        await client.close()
+        await writer.close()
         await asyncio.sleep(0.25)
