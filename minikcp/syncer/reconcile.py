@@ -333,7 +333,12 @@ async def _delete(
         if exc.code not in (404, 409):
             raise
         result = {}
-    w.informers[synced.name].cache.pop((dns, name), None)
+    cache = w.informers[synced.name].cache
+    cached = cache.get((dns, name))
+    # Only the object deleted here leaves the cache: after a 409 the name may already hold a
+    # newer object the watch brought in, which must stay.
+    if cached is not None and cached.get("metadata", {}).get("uid") == meta.get("uid"):
+        del cache[(dns, name)]
     pending = result.get("kind") != "Status" and (result.get("metadata") or {}).get("finalizers")
     return not pending
 
