@@ -369,7 +369,7 @@ class ResourceHandler:
                     raise
                 continue
             deleted.append(obj)
-        return web.Response(
+        return CompleteResponse(
             body=encoding.list_bytes(rt, deleted, revision=listing.revision),
             content_type=encoding.JSON,
         )
@@ -399,7 +399,7 @@ def _escape(text: str) -> str:
 
 
 def _json(obj: Any, status: int = 200) -> web.Response:
-    return web.Response(
+    return CompleteResponse(
         body=orjson.dumps(obj, option=orjson.OPT_APPEND_NEWLINE),
         status=status,
         content_type=encoding.JSON,
