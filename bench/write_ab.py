@@ -1,13 +1,15 @@
-"""Server CPU per create and per update of two source trees, measured side by side.
+"""Server CPU per create, update and get of two source trees, measured side by side.
 
 On a machine shared with other work, CPU per request drifts by tens of percent from one run to
 the next, so two runs one after the other compare badly. This starts a minikcp from this tree
 and one from `--base` (another checkout, e.g. `git worktree add /tmp/base main`), fills each with
-2,000 ConfigMaps of 1 KiB, then runs wrk's create and update cases against both in alternation,
-round after round (the order flips each round). It prints each round's server CPU per request
-and the medians, and the machine's load before and after.
+2,000 ConfigMaps of 1 KiB, then runs wrk's cases (create and update unless `--cases` names
+others, e.g. `--cases get`) against both in alternation, round after round (the order flips each
+round). It prints each round's server CPU per request and the medians, and the machine's load
+before and after. `--server-arg` passes an option to both servers (e.g. `--metrics=false`).
 
-Run: python bench/write_ab.py --base DIR [--seconds 5] [--rounds 3] (needs `wrk`)
+Run: python bench/write_ab.py --base DIR [--cases create,update,get] [--seconds 5] [--rounds 3]
+(needs `wrk`)
 """
 
 from __future__ import annotations
@@ -31,15 +33,16 @@ from bench.endpoint import Endpoint
 from tests import server_process
 
 HERE = Path(__file__).resolve().parent.parent
-OBJECTS = 2000  # what bench/wrk/update.lua patches
+OBJECTS = 2000  # what bench/wrk/update.lua patches and get.lua reads
+CASES = {"create": "create.lua", "update": "update.lua", "get": "get.lua"}
 
 
-def _start(tree: Path, workdir: Path) -> server_process.ServerProcess:
+def _start(tree: Path, workdir: Path, extra: tuple[str, ...]) -> server_process.ServerProcess:
     """`minikcp start` with the code of `tree` (the server runs `-m minikcp.cli.main` from it)."""
     before = Path.cwd()
     os.chdir(tree)
     try:
-        return server_process.start_server(workdir)
+        return server_process.start_server(workdir, extra_args=extra)
     finally:
         os.chdir(before)
 
@@ -69,18 +72,30 @@ def main() -> None:
     parser.add_argument("--base", type=Path, required=True, help="the other source tree")
     parser.add_argument("--seconds", type=int, default=5, help="duration of each wrk case")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument(
+        "--cases", default="create,update", help=f"comma-separated, of {', '.join(CASES)}"
+    )
+    parser.add_argument(
+        "--server-arg", action="append", default=[], help="an option for both servers"
+    )
     args = parser.parse_args()
+    cases = args.cases.split(",")
+    unknown = [case for case in cases if case not in CASES]
+    if unknown:
+        parser.error(f"unknown case(s): {', '.join(unknown)}")
     trees = {"base": args.base.resolve(), "this": HERE}
     print(f"# load before: {os.getloadavg()[0]:.2f}; base {trees['base']}, this {HERE}")
     with tempfile.TemporaryDirectory() as tmp:
-        servers = {name: _start(tree, Path(tmp)) for name, tree in trees.items()}
+        servers = {
+            name: _start(tree, Path(tmp), tuple(args.server_arg)) for name, tree in trees.items()
+        }
         try:
             endpoints = {name: api_bench._local_endpoint(s) for name, s in servers.items()}
             urls = {name: asyncio.run(_fill(ep)) for name, ep in endpoints.items()}
             found: dict[tuple[str, str], list[float]] = {}
             for round_ in range(args.rounds):
                 order = list(trees) if round_ % 2 == 0 else list(reversed(trees))
-                for case, script in (("create", "create.lua"), ("update", "update.lua")):
+                for case in cases:
                     for name in order:
                         env = {
                             "WRK_PREFIX": f"r{round_}",
@@ -89,7 +104,7 @@ def main() -> None:
                         }
                         _, cpu = api_bench._wrk(
                             endpoints[name],
-                            script,
+                            CASES[case],
                             urls[name],
                             clients=32,
                             seconds=args.seconds,
@@ -99,7 +114,7 @@ def main() -> None:
         finally:
             for server in servers.values():
                 server.stop()
-    for case in ("create", "update"):
+    for case in cases:
         for name in trees:
             rounds = found[(name, case)]
             each = " ".join(f"{v:.0f}" for v in rounds)

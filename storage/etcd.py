@@ -79,6 +79,9 @@ class EtcdStorage:
 
     # Reads
 
+    def cached(self, key: str) -> Item | None:
+        return None  # every read asks etcd
+
     async def get(self, key: str) -> Item | None:
         name = keys.check_key(key).encode()
         reply = await self._call(self._kv.Range, rpc.RangeRequest(key=name))

@@ -17,6 +17,11 @@ class Storage(Protocol):
 
     async def get(self, key: str) -> Item | None: ...
 
+    def cached(self, key: str) -> Item | None:
+        """The key's current item when the store holds it in memory, known to be what `get`
+        would answer, without waiting; None says to ask `get` (not that the key is absent)."""
+        ...
+
     async def range(
         self,
         prefix: str,

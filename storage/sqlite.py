@@ -140,7 +140,20 @@ class SqliteStorage:
 
     # Reads
 
+    def cached(self, key: str) -> Item | None:
+        # A cached item's key was checked when it was first read or written: a hit needs no
+        # second check (a key that is not a str never reaches the cache lookup).
+        if type(key) is not str or self._closed or self._unsettled_prefixes:
+            return None
+        found = self._cache.get(key)
+        if found is None or key in self._unsettled:
+            return None
+        return found
+
     async def get(self, key: str) -> Item | None:
+        found = self.cached(key)
+        if found is not None:
+            return found
         key = keys.check_key(key)
         self._check_open()
         settled = key not in self._unsettled and not self._unsettled_prefixes

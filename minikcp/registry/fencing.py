@@ -62,6 +62,9 @@ class FencedStorage:
     def get(self, key: str) -> Coroutine[Any, Any, Item | None]:
         return self._store.get(key)
 
+    def cached(self, key: str) -> Item | None:
+        return self._store.cached(key)
+
     def range(
         self,
         prefix: str,

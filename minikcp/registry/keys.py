@@ -35,11 +35,16 @@ def resource_prefix(rt: catalog.ResourceType) -> str:
 
 
 def object_key(rt: catalog.ResourceType, cluster: str, namespace: str, name: str) -> str:
+    return object_key_under(resource_prefix(rt), rt.namespaced, cluster, namespace, name)
+
+
+def object_key_under(prefix: str, namespaced: bool, cluster: str, namespace: str, name: str) -> str:
+    """object_key with the type's resource_prefix known (a store keeps its own)."""
     # Interned: every write builds its key anew, and the store's cache, the watch ring and the
     # work queues then hold one string per object rather than one per write.
-    if rt.namespaced:
-        return sys.intern(f"{resource_prefix(rt)}{cluster}/{namespace}/{name}")
-    return sys.intern(f"{resource_prefix(rt)}{cluster}/{name}")
+    if namespaced:
+        return sys.intern(f"{prefix}{cluster}/{namespace}/{name}")
+    return sys.intern(f"{prefix}{cluster}/{name}")
 
 
 def list_prefix(rt: catalog.ResourceType, cluster: str | None, namespace: str = "") -> str:

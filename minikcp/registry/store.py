@@ -104,6 +104,7 @@ class ResourceStore:
         namespace_check: NamespaceCheck | None = None,
     ) -> None:
         self.rt = rt
+        self._key_prefix = keys.resource_prefix(rt)
         self.strategy = strategy
         self.storage = store
         self._namespace_check = namespace_check
@@ -117,7 +118,7 @@ class ResourceStore:
     # -- reads ----------------------------------------------------------------------------------
 
     def key(self, cluster: str, namespace: str, name: str) -> str:
-        return keys.object_key(self.rt, cluster, namespace, name)
+        return keys.object_key_under(self._key_prefix, self.rt.namespaced, cluster, namespace, name)
 
     async def get(self, ctx: RequestContext, namespace: str, name: str) -> StoredObject:
         obj = await self.find(ctx, namespace, name)
@@ -126,10 +127,14 @@ class ResourceStore:
         return obj
 
     async def find(self, ctx: RequestContext, namespace: str, name: str) -> StoredObject | None:
-        try:
-            item = await self.storage.get(self.key(ctx.cluster, namespace, name))
-        except storage_errors.StorageError as exc:
-            raise interpreted.interpret(exc, self.rt, name) from None
+        key = self.key(ctx.cluster, namespace, name)
+        # A read the store answers from memory needs no coroutine below this one.
+        item = self.storage.cached(key)
+        if item is None:
+            try:
+                item = await self.storage.get(key)
+            except storage_errors.StorageError as exc:
+                raise interpreted.interpret(exc, self.rt, name) from None
         if item is None:
             return None
         return self.stored(item.value, cluster=ctx.cluster, revision=item.mod_rev)

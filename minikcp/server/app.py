@@ -36,6 +36,7 @@ from minikcp.server import (
     resources,
     virtual_workspaces,
 )
+from minikcp.server.complete_response import CompleteResponse
 
 logger = logging.getLogger(__name__)
 
@@ -49,7 +50,7 @@ async def _as_is(cluster: str) -> str:
 
 
 def _status_response(exc: errors.StatusError) -> web.Response:
-    return web.Response(
+    return CompleteResponse(
         body=encoding.status_bytes(exc.to_status()),
         status=exc.code,
         content_type=encoding.JSON,

@@ -14,6 +14,7 @@ from minikcp.apis import catalog
 from minikcp.machinery import errors, list_options, request_info, users
 from minikcp.registry import objects, patching, pod_streams, registry, scale
 from minikcp.server import encoding, table_rows, watch_stream
+from minikcp.server.complete_response import CompleteResponse
 
 _FIELD_VALIDATION = ("Strict", "Warn", "Ignore")
 
@@ -244,7 +245,7 @@ class ResourceHandler:
             body = encoding.response_bytes(body)
         else:
             body = encoding.object_response_bytes(obj)
-        return web.Response(body=body, status=status, content_type=encoding.JSON)
+        return CompleteResponse(body=body, status=status, content_type=encoding.JSON)
 
     async def _list(
         self,
@@ -282,7 +283,7 @@ class ResourceHandler:
                 continue_token=result.continue_token,
                 remaining=result.remaining,
             )
-        return web.Response(body=body, content_type=encoding.JSON)
+        return CompleteResponse(body=body, content_type=encoding.JSON)
 
     async def _watch(
         self,
@@ -369,7 +370,7 @@ class ResourceHandler:
                     raise
                 continue
             deleted.append(obj)
-        return web.Response(
+        return CompleteResponse(
             body=encoding.list_bytes(rt, deleted, revision=listing.revision),
             content_type=encoding.JSON,
         )
@@ -399,7 +400,7 @@ def _escape(text: str) -> str:
 
 
 def _json(obj: Any, status: int = 200) -> web.Response:
-    return web.Response(
+    return CompleteResponse(
         body=orjson.dumps(obj, option=orjson.OPT_APPEND_NEWLINE),
         status=status,
         content_type=encoding.JSON,

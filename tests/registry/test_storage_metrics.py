@@ -66,6 +66,20 @@ async def test_calls_are_timed_by_operation_and_resource(store: sqlite.SqliteSto
     assert stats.errors == {("get", "", "configmaps"): 1}
 
 
+async def test_a_read_from_memory_counts_as_one_get(store: sqlite.SqliteStorage) -> None:
+    """The registry asks `cached` first and `get` when it answers None: one get either way."""
+    stats = metrics.StorageStats()
+    timed = storage_metrics.TimedStorage(store, stats.series)
+    created = await timed.create(CM + "a", b"{}")
+    assert timed.cached(CM + "missing") is None  # not counted: the caller asks get next
+    assert await timed.get(CM + "missing") is None
+    assert await timed.get(CM + "a") == created  # now held in memory
+    assert timed.cached(CM + "a") == created
+    counts = {labels: sum(series.buckets) for labels, series in stats.requests.items()}
+    assert counts[("get", "", "configmaps")] == 3
+    assert stats.errors == {}
+
+
 async def test_gets_past_the_bound_of_remembered_keys_are_still_counted(
     store: sqlite.SqliteStorage, monkeypatch: pytest.MonkeyPatch
 ) -> None:

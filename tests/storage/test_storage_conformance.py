@@ -49,6 +49,27 @@ async def test_count_counts_the_keys_under_a_prefix_only(store: interface.Storag
 
 async def test_get_of_a_missing_key_is_none(store: interface.Storage) -> None:
     assert await store.get(K + "missing") is None
+    assert store.cached(K + "missing") is None
+
+
+async def test_a_read_from_memory_is_what_get_answers_or_nothing(
+    store: interface.Storage,
+) -> None:
+    """`cached` never answers an item a write has replaced or deleted."""
+    created = await store.create(K + "a", b"one")
+    assert await store.get(K + "a") == created
+    assert store.cached(K + "a") in (None, created)
+    updated = await store.update(K + "a", b"two", expected_mod_rev=created.mod_rev)
+    assert store.cached(K + "a") in (None, updated)
+    assert await store.get(K + "a") == updated
+    assert store.cached(K + "a") in (None, updated)
+    await store.delete(K + "a")
+    assert store.cached(K + "a") is None
+    await store.create(K + "b", b"x")
+    await store.get(K + "b")
+    await store.delete_prefix(K)
+    assert store.cached(K + "b") is None
+    assert store.cached("not a key") is None
 
 
 async def test_create_of_an_existing_key_fails_and_writes_nothing(

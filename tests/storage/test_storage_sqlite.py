@@ -247,6 +247,8 @@ async def test_point_reads_agree_with_the_file_under_concurrent_writes(tmp_path:
     seen: dict[str, int] = {}
 
     async def read(key: str) -> None:
+        held = store.cached(key)
+        assert held is None or held.mod_rev >= seen.get(key, 0)
         item = await store.get(key)
         revision = 0 if item is None else item.mod_rev
         assert revision >= seen.get(key, 0) or item is None
@@ -284,3 +286,5 @@ async def test_point_reads_agree_with_the_file_under_concurrent_writes(tmp_path:
                     assert (
                         None if item is None else (item.value, item.create_rev, item.mod_rev)
                     ) == row
+                    # Writes settled, the item just read is answered from memory.
+                    assert store.cached(key) == item
