@@ -32,7 +32,7 @@ import orjson
 from minikcp.apis import api_exports, catalog
 from minikcp.apis import kcp_conditions as conds
 from minikcp.machinery import errors
-from minikcp.registry import bound_apis, registry, store
+from minikcp.registry import bound_apis, registry, system_fields
 from minikcp.registry.objects import RequestContext, StoredObject, WriteOptions
 from minikcp.runtime.work_queue import WorkQueue, run_worker, run_workers
 from minikcp.tenancy.resolver import ClusterResolver
@@ -383,7 +383,7 @@ class APIBindingController:
                     status.pop(field, None)
                 else:
                     status[field] = value
-            now = store.now_rfc3339()
+            now = system_fields.now_rfc3339()
             merged = conds.merged(status.get("conditions"), wanted, now)
             by_type = {
                 c["type"]: conds.Condition(

@@ -25,7 +25,7 @@ from typing import Any
 from minikcp.apis import api_exports, catalog
 from minikcp.apis import kcp_conditions as conds
 from minikcp.machinery import errors
-from minikcp.registry import registry, store
+from minikcp.registry import registry, system_fields
 from minikcp.registry.objects import RequestContext, StoredObject, WriteOptions
 from minikcp.runtime.work_queue import WorkQueue, run_worker, run_workers
 from minikcp.tenancy.resolver import ClusterResolver
@@ -140,7 +140,7 @@ class APIExportController:
             if wanted_hash and not status.get("identityHash"):
                 status["identityHash"] = wanted_hash
             status["conditions"] = conds.merged(
-                status.get("conditions"), [condition], store.now_rfc3339()
+                status.get("conditions"), [condition], system_fields.now_rfc3339()
             )
             return current
 
@@ -285,7 +285,7 @@ class APIExportController:
             if current is None:
                 raise errors.not_found(api_exports.ENDPOINT_SLICES, name, group=api_exports.GROUP)
             status = current.setdefault("status", {})
-            now = store.now_rfc3339()
+            now = system_fields.now_rfc3339()
             status["conditions"] = conds.merged(status.get("conditions"), wanted, now)
             if endpoints:
                 status["endpoints"] = endpoints

@@ -18,7 +18,7 @@ from typing import Any
 from minikcp.apis import crds
 from minikcp.machinery import errors
 from minikcp.registry import registry as registry_module
-from minikcp.registry import store as generic_store
+from minikcp.registry import system_fields
 from minikcp.registry.objects import RequestContext, WriteOptions
 
 logger = logging.getLogger(__name__)
@@ -161,7 +161,7 @@ def _conditions(existing: Any, decision: crds.NameDecision) -> list[dict[str, An
         since = (
             previous.get("lastTransitionTime")
             if previous is not None and previous.get("status") == status
-            else generic_store.now_rfc3339()
+            else system_fields.now_rfc3339()
         )
         out.append(
             {

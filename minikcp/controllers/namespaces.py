@@ -27,6 +27,7 @@ from minikcp.apis import catalog
 from minikcp.machinery import errors, list_options
 from minikcp.registry import registry as registry_module
 from minikcp.registry import store as generic_store
+from minikcp.registry import system_fields
 from minikcp.registry.objects import RequestContext, StoredObject, WriteOptions
 from minikcp.registry.strategies import core
 from minikcp.runtime.work_queue import WorkQueue, run_worker, run_workers
@@ -323,7 +324,7 @@ class NamespaceController:
             status = obj.setdefault("status", {})
             status["phase"] = "Terminating"
             existing = status.get("conditions") or []
-            status["conditions"] = merged_conditions(existing, wanted, generic_store.now_rfc3339())
+            status["conditions"] = merged_conditions(existing, wanted, system_fields.now_rfc3339())
             return obj
 
         await self._update_subresource(ctx, name, "status", mutate)

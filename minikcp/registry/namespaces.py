@@ -20,7 +20,7 @@ from typing import Any
 
 from minikcp.apis import catalog
 from minikcp.machinery import errors, list_options, propagation
-from minikcp.registry import codec, keys, prefix_follower
+from minikcp.registry import codec, keys, prefix_follower, system_fields
 from minikcp.registry import store as generic_store
 from minikcp.registry.objects import RequestContext, StoredObject, WriteOptions
 from storage import errors as storage_errors
@@ -288,7 +288,7 @@ class NamespaceStore(generic_store.ResourceStore):
                 assert obj is not None
                 meta = obj["metadata"]
                 if not meta.get("deletionTimestamp"):
-                    meta["deletionTimestamp"] = generic_store.now_rfc3339()
+                    meta["deletionTimestamp"] = system_fields.now_rfc3339()
                     meta["deletionGracePeriodSeconds"] = 0
                     # The garbage collector's finalizers, as the namespace storage sets them.
                     finalizers = propagation.namespace_deletion_finalizers(

@@ -18,6 +18,7 @@ from minikcp.machinery import (
 )
 from minikcp.machinery import strategic_merge_errors as smp_errors
 from minikcp.registry import store as generic_store
+from minikcp.registry import system_fields
 from minikcp.registry.objects import RequestContext, StoredObject, WriteOptions
 
 JSON_PATCH = "application/json-patch+json"
@@ -160,7 +161,7 @@ async def _apply(
             api_version=store.rt.api_version,
             force=opts.force,
             schema=store.schema,
-            now=generic_store.now_rfc3339(),
+            now=system_fields.now_rfc3339(),
             subresource=subresource,
         )
 

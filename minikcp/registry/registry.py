@@ -28,6 +28,7 @@ from minikcp.registry import (
     status_owners,
     store,
     strategies,
+    system_fields,
     token_requests,
     watching,
 )
@@ -170,7 +171,7 @@ class Registry:
         **kwargs: object,
     ) -> Registry:
         """Reads (or records, on first start) when this store was created: O(1) per store."""
-        created = store.now_rfc3339()
+        created = system_fields.now_rfc3339()
         item = await storage.get(_BOOTSTRAP_KEY)
         if item is None:
             try:

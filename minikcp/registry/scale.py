@@ -6,7 +6,7 @@ from typing import Any
 
 from minikcp.apis import definitions
 from minikcp.machinery import errors, json_patch, merge_patch, scale_fields, server_side_apply
-from minikcp.registry import patching
+from minikcp.registry import patching, system_fields
 from minikcp.registry import store as generic_store
 from minikcp.registry.objects import RequestContext, WriteOptions
 from minikcp.registry.strategies import apps
@@ -132,7 +132,7 @@ async def _apply(
             api_version=scale_fields.SCALE_API_VERSION,
             force=opts.force,
             schema=definitions.scale_schema(),
-            now=generic_store.now_rfc3339(),
+            now=system_fields.now_rfc3339(),
             subresource="scale",
         )
         strategy.set_replicas(current, _replicas(new_scale, name))

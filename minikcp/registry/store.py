@@ -6,17 +6,22 @@ Per-kind behaviour comes from the kind's strategy; storage errors become Status 
 
 from __future__ import annotations
 
-import datetime
 import functools
-import os
-import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from minikcp.apis import catalog, definitions, validation
 from minikcp.machinery import errors, list_options, names, propagation, schemas, server_side_apply
-from minikcp.registry import codec, decoding, keys, label_prefilter, noop_writes
+from minikcp.registry import (
+    codec,
+    decoding,
+    graceful_deletion,
+    keys,
+    label_prefilter,
+    noop_writes,
+    system_fields,
+)
 from minikcp.registry import storage_errors as interpreted
 from minikcp.registry.admission import Admission
 from minikcp.registry.objects import RequestContext, StoredObject, WriteOptions
@@ -35,49 +40,6 @@ _SYSTEM_METADATA = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGr
 NamespaceCheck = Callable[
     [RequestContext, str, catalog.ResourceType, str], Awaitable[Callable[[], None]]
 ]
-
-
-_clock: tuple[int, str] = (0, "")
-
-
-def now_rfc3339() -> str:
-    """The current time as Kubernetes writes timestamps (whole seconds, UTC); cached per second."""
-    global _clock
-    second = int(time.time())
-    if _clock[0] != second:
-        stamp = datetime.datetime.fromtimestamp(second, datetime.UTC)
-        _clock = (second, stamp.strftime("%Y-%m-%dT%H:%M:%SZ"))
-    return _clock[1]
-
-
-_UUID_VARIANTS = "89ab"
-# Random bytes for uids, as hex, read from the system in blocks (one read per 256 uids).
-_uid_pool = ""
-_uid_at = 0
-
-
-def new_uid() -> str:
-    """A random (version 4) UUID as text, as `str(uuid.uuid4())` spells it, at a third of its
-    cost (no UUID object, no integer formatting, one system call per 256 uids)."""
-    global _uid_pool, _uid_at
-    if _uid_at >= len(_uid_pool):
-        _uid_pool, _uid_at = os.urandom(4096).hex(), 0
-    h = _uid_pool[_uid_at : _uid_at + 32]
-    _uid_at += 32
-    variant = _UUID_VARIANTS[int(h[16], 16) & 3]
-    return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{variant}{h[17:20]}-{h[20:]}"
-
-
-def _rfc3339(second: int) -> str:
-    return datetime.datetime.fromtimestamp(second, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _parse_rfc3339(stamp: str) -> int:
-    return int(datetime.datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp())
-
-
-# `_deletion_marks`: a graceful deletion is already under way and this delete leaves it so.
-_PENDING_GRACEFUL: dict[str, Any] = {}
 
 
 @dataclass(slots=True)
@@ -318,7 +280,7 @@ class ResourceStore:
             manager=opts.field_manager,
             api_version=self.rt.api_version,
             schema=self.schema,
-            now=now_rfc3339(),
+            now=system_fields.now_rfc3339(),
             subresource=subresource,
             zero_value_has_spec=self.strategy.zero_value_has_spec,
         )
@@ -369,8 +331,8 @@ class ResourceStore:
             meta["name"] = names.generate_name(meta["generateName"])
         for key in ("resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds"):
             meta.pop(key, None)
-        meta["uid"] = new_uid()
-        meta["creationTimestamp"] = now_rfc3339()
+        meta["uid"] = system_fields.new_uid()
+        meta["creationTimestamp"] = system_fields.now_rfc3339()
         if not prepared:
             self.decode_checks(ctx, obj, opts)
             self.strategy.apply_defaults(obj)
@@ -613,8 +575,10 @@ class ResourceStore:
                 await self.admission.admit_delete(ctx, current)
                 await self.admission.validate_delete(ctx, current, opts.dry_run)
             key = self.key(ctx.cluster, namespace, name)
-            marks = self._deletion_marks(current, options.get("gracePeriodSeconds"))
-            if marks is _PENDING_GRACEFUL:
+            marks = graceful_deletion.deletion_marks(
+                self.strategy, current, options.get("gracePeriodSeconds")
+            )
+            if marks is graceful_deletion.PENDING:
                 return current, False
             period = marks.get("deletionGracePeriodSeconds") if marks else None
             # The garbage collector's finalizers, as the options ask (None: unchanged).
@@ -635,7 +599,11 @@ class ResourceStore:
                 if not meta.get("deletionTimestamp") and isinstance(generation, int) and generation:
                     pending_meta["generation"] = generation + 1  # markAsDeleting, BeforeDelete
                 pending_meta.update(
-                    marks or {"deletionTimestamp": now_rfc3339(), "deletionGracePeriodSeconds": 0}
+                    marks
+                    or {
+                        "deletionTimestamp": system_fields.now_rfc3339(),
+                        "deletionGracePeriodSeconds": 0,
+                    }
                 )
                 pending_meta.pop("resourceVersion", None)
                 if meta.get("deletionTimestamp") and not period:
@@ -677,30 +645,3 @@ class ResourceStore:
                 raise interpreted.interpret(exc, self.rt, name) from None
             return StoredObject(last.value, cluster=ctx.cluster, revision=deleted.mod_rev), True
         raise errors.conflict(self.rt.plural, name, errors.STALE_OBJECT, group=self.rt.group)
-
-    def _deletion_marks(
-        self, current: StoredObject, requested: int | None
-    ) -> dict[str, Any] | None:
-        """rest.BeforeDelete for kinds that delete gracefully: the deletionTimestamp and
-        deletionGracePeriodSeconds this delete sets, `_PENDING_GRACEFUL` when a graceful deletion
-        already under way stays as it is, None for kinds (or objects) deleted without grace."""
-        if not self.strategy.deletes_gracefully:
-            return None
-        if requested is not None and requested < 0:
-            requested = 1  # negative periods count as one second on the delete path
-        meta = current.metadata
-        now = int(time.time())
-        if meta.get("deletionTimestamp"):
-            existing = meta.get("deletionGracePeriodSeconds")
-            if not existing:
-                return None  # a zero-period deletion left over: delete now
-            if requested is None or requested >= existing:
-                return _PENDING_GRACEFUL
-            # Only a shorter period may be asked for: move the timestamp back, not into the past.
-            start = _parse_rfc3339(meta["deletionTimestamp"]) - existing
-            at, period = start + requested, requested
-            if at < now:
-                at, period = now, (1 if requested else 0)
-            return {"deletionTimestamp": _rfc3339(at), "deletionGracePeriodSeconds": period}
-        period = self.strategy.graceful_period(current.view(), requested)
-        return {"deletionTimestamp": _rfc3339(now + period), "deletionGracePeriodSeconds": period}

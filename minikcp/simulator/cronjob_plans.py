@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from minikcp.machinery import cron_schedule
+from minikcp.machinery import cron_schedule, timestamps
 from minikcp.simulator import rollout
 
 SCHEDULED_ANNOTATION = "batch.kubernetes.io/cronjob-scheduled-timestamp"
@@ -43,7 +43,7 @@ def _stamp(obj: Mapping[str, Any], *path: str) -> float | None:
     value: Any = obj
     for key in path:
         value = value.get(key) if isinstance(value, Mapping) else None
-    return rollout.parse_time(value) if isinstance(value, str) else None
+    return timestamps.parse_rfc3339(value) if isinstance(value, str) else None
 
 
 def most_recent(

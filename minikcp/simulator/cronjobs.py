@@ -16,9 +16,9 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from minikcp.machinery import cron_schedule, errors, propagation
+from minikcp.machinery import cron_schedule, errors, propagation, timestamps
 from minikcp.registry.objects import RequestContext
-from minikcp.simulator import cronjob_plans, rollout
+from minikcp.simulator import cronjob_plans
 from minikcp.simulator.kind_controller import KindController
 from minikcp.simulator.pass_result import PassResult
 
@@ -74,7 +74,7 @@ class CronJobController(KindController):
             if created is not None:
                 status["active"] = [*status.get("active", []), cronjob_plans.job_ref(created)]
                 jobs.append(created)
-            status["lastScheduleTime"] = rollout.rfc3339(decision.scheduled.timestamp())
+            status["lastScheduleTime"] = timestamps.rfc3339(decision.scheduled.timestamp())
         if not status.get("active"):
             status.pop("active", None)
         if status != (cj.get("status") or {}):

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from minikcp.machinery import timestamps
 from minikcp.simulator import rollout
 
 NO_PROGRESS_DEADLINE = 2**31 - 1
@@ -56,7 +57,7 @@ def remove_condition(status: dict[str, Any], kind: str) -> None:
 
 
 def new_condition(kind: str, value: str, reason: str, message: str, now: float) -> dict[str, Any]:
-    stamp = rollout.rfc3339(now)
+    stamp = timestamps.rfc3339(now)
     return {
         "type": kind,
         "status": value,
@@ -105,7 +106,7 @@ def timed_out(deployment: Mapping[str, Any], status: Mapping[str, Any], now: flo
         return False
     if cond.get("reason") == TIMED_OUT:
         return True
-    since = rollout.parse_time(cond.get("lastUpdateTime", ""))
+    since = timestamps.parse_rfc3339(cond.get("lastUpdateTime", ""))
     deadline = deployment["spec"]["progressDeadlineSeconds"]
     return since is not None and since + deadline < now
 
@@ -294,7 +295,7 @@ def next_progress_check(
         return None
     if complete(deployment, status) or cond.get("reason") == TIMED_OUT:
         return None
-    since = rollout.parse_time(cond.get("lastUpdateTime", ""))
+    since = timestamps.parse_rfc3339(cond.get("lastUpdateTime", ""))
     if since is None:
         return None
     # A second more than the deadline: condition times have whole seconds.

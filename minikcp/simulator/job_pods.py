@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from minikcp.machinery import timestamps
 from minikcp.simulator import pod_lifecycle, rollout
 
 TRACKING_FINALIZER = "batch.kubernetes.io/job-tracking"
@@ -81,7 +82,7 @@ def finished_status(pod: Mapping[str, Any], succeeded: bool, now: float) -> dict
         if condition["type"] in ("Ready", "ContainersReady"):
             condition["reason"] = reason
             condition.pop("message", None)
-    stamp = rollout.rfc3339(now)
+    stamp = timestamps.rfc3339(now)
     for container in status["containerStatuses"]:
         container["started"] = False
         container["state"] = {

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from minikcp.machinery import propagation
+from minikcp.machinery import propagation, timestamps
 from minikcp.registry.objects import RequestContext, StoredObject
 from minikcp.simulator import job_pods, pod_lifecycle, replica_set_pass, rollout
 from minikcp.simulator.kind_controller import KindController, KindPass
@@ -135,7 +135,7 @@ class _JobPass(KindPass):
             else:
                 failed += 1
         suspended = bool(job.get("spec", {}).get("suspend"))
-        started = rollout.parse_time(status.get("startTime", ""))
+        started = timestamps.parse_rfc3339(status.get("startTime", ""))
         if started is None and not suspended:
             started = self.now
         steps = job_pods.next_steps(job, active, succeeded, failed, indexes, started, self.now)
@@ -163,7 +163,7 @@ class _JobPass(KindPass):
         new_status = _job_status(
             job,
             conditions,
-            rollout.rfc3339(self.now) if resumed else status.get("startTime"),
+            timestamps.rfc3339(self.now) if resumed else status.get("startTime"),
             completed,
             active,
             (succeeded, failed, terminating),
@@ -227,9 +227,9 @@ class _JobPass(KindPass):
     async def _expire(self, status: Mapping[str, Any]) -> None:
         """The TTL-after-finished controller: delete the Job once its time is up."""
         ttl = self.obj.get("spec", {}).get("ttlSecondsAfterFinished")
-        finished = rollout.parse_time(status.get("completionTime", "")) or next(
+        finished = timestamps.parse_rfc3339(status.get("completionTime", "")) or next(
             (
-                rollout.parse_time(c.get("lastTransitionTime", ""))
+                timestamps.parse_rfc3339(c.get("lastTransitionTime", ""))
                 for c in status.get("conditions") or ()
                 if c.get("type") in ("Complete", "Failed")
             ),
@@ -275,7 +275,7 @@ def _job_status(
     if conditions:
         status["conditions"] = conditions
     if start_time is None and started is not None:
-        start_time = rollout.rfc3339(started)
+        start_time = timestamps.rfc3339(started)
     if start_time is not None:
         status["startTime"] = start_time
     if completion_time is not None:
@@ -300,7 +300,7 @@ def _finish(
     """The interim condition and the terminal one (no pods are left running: they were deleted
     at once); the completionTime of a success."""
     kind, reason, message = finish
-    stamp = rollout.rfc3339(now)
+    stamp = timestamps.rfc3339(now)
     for condition_type in (kind, _TERMINAL[kind]):
         if any(c.get("type") == condition_type for c in conditions):
             continue
@@ -315,7 +315,7 @@ def _suspension(conditions: list[dict[str, Any]], suspended: bool, now: float) -
     was_suspended = current is not None and current.get("status") == "True"
     if suspended == was_suspended:
         return False
-    stamp = rollout.rfc3339(now)
+    stamp = timestamps.rfc3339(now)
     new = (
         _condition("Suspended", "True", "JobSuspended", "Job suspended", stamp)
         if suspended

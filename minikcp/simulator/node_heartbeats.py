@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from minikcp.machinery import errors
+from minikcp.machinery import errors, timestamps
 from minikcp.registry import registry
 from minikcp.registry.objects import RequestContext, WriteOptions
 from minikcp.registry.store import ResourceStore
@@ -139,10 +139,6 @@ def micro_time(at: float) -> str:
     return datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def _rfc3339(at: float) -> str:
-    return datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def node_object(name: str) -> dict[str, Any]:
     index = nodes.index(name)
     cidr = f"10.244.{index}.0/24"
@@ -187,7 +183,7 @@ _CONDITIONS = (
 
 def node_status(name: str, now: float, previous: Mapping[str, Any]) -> dict[str, Any]:
     """The status a healthy kubelet reports; transition times kept from `previous`."""
-    stamp = _rfc3339(now)
+    stamp = timestamps.rfc3339(now)
     before = {c.get("type"): c for c in previous.get("conditions") or ()}
     conditions = []
     for kind, status, reason, message in _CONDITIONS:

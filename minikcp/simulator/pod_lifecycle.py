@@ -14,7 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from minikcp.simulator import nodes, rollout
+from minikcp.machinery import timestamps
+from minikcp.simulator import nodes
 
 CRASH_BACKOFF = 10.0
 MAX_CRASH_BACKOFF = 300.0
@@ -178,7 +179,7 @@ def pod_status(pod: Mapping[str, Any], state: State, now: float) -> dict[str, An
     uid = meta.get("uid", "")
     spec = pod.get("spec", {})
     old = pod.get("status") or {}
-    stamp = rollout.rfc3339(now)
+    stamp = timestamps.rfc3339(now)
     started = old.get("startTime") or meta.get("creationTimestamp") or stamp
     names = [c.get("name", "") for c in spec.get("containers") or ()]
     previous = {c.get("type"): c for c in old.get("conditions") or () if isinstance(c, Mapping)}
@@ -323,6 +324,6 @@ def is_available(pod: Mapping[str, Any], min_ready_seconds: int, now: float) -> 
         return True
     for c in (pod.get("status") or {}).get("conditions") or ():
         if c.get("type") == "Ready":
-            since = rollout.parse_time(c.get("lastTransitionTime", ""))
+            since = timestamps.parse_rfc3339(c.get("lastTransitionTime", ""))
             return since is not None and since + min_ready_seconds <= now
     return False

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from minikcp.machinery import errors, selectors
+from minikcp.machinery import errors, selectors, timestamps
 from minikcp.registry.objects import RequestContext, StoredObject
 from minikcp.simulator import pod_lifecycle, rollout
 from minikcp.simulator.pass_result import PassResult
@@ -100,7 +100,7 @@ def replica_set_status(
             {
                 "type": REPLICA_FAILURE,
                 "status": "True",
-                "lastTransitionTime": rollout.rfc3339(now),
+                "lastTransitionTime": timestamps.rfc3339(now),
                 "reason": reason,
                 "message": message,
             }

@@ -8,8 +8,6 @@ status and its conditions are in `deployment_conditions`.
 
 from __future__ import annotations
 
-import datetime
-import functools
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -34,23 +32,6 @@ _NOT_COPIED = frozenset(
 
 # rand.SafeEncodeString's alphabet: no vowels, no 0/1/3, so no words and no look-alikes.
 _SAFE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
-
-
-def rfc3339(at: float) -> str:
-    return _rfc3339_second(int(at))
-
-
-@functools.lru_cache(maxsize=4)
-def _rfc3339_second(second: int) -> str:
-    # A pass stamps many conditions, pods and events within the same second.
-    return datetime.datetime.fromtimestamp(second, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def parse_time(text: str) -> float | None:
-    try:
-        return datetime.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
-    except (ValueError, AttributeError):
-        return None
 
 
 # -- the pod-template-hash ----------------------------------------------------------------------

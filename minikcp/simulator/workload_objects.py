@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from minikcp.machinery import errors, list_options
+from minikcp.machinery import errors, list_options, timestamps
 from minikcp.registry import informer, registry
 from minikcp.registry import store as generic_store
 from minikcp.registry.objects import RequestContext, StoredObject, WriteOptions
@@ -173,7 +173,7 @@ class WorkloadObjects:
         known = self._started.get(meta.get("uid", ""))
         if known is not None:
             return known
-        return rollout.parse_time(meta.get("creationTimestamp", "")) or time.time()
+        return timestamps.parse_rfc3339(meta.get("creationTimestamp", "")) or time.time()
 
     def terminating_since(self, pod: Mapping[str, Any], now: float) -> float:
         """When this process first saw the pod in graceful deletion (now, the first time)."""
@@ -323,7 +323,7 @@ class WorkloadObjects:
     ) -> None:
         """An event about `obj`, as client-go's recorder writes one; best effort."""
         meta = obj["metadata"]
-        stamp = rollout.rfc3339(time.time())
+        stamp = timestamps.rfc3339(time.time())
         event = {
             "apiVersion": "v1",
             "kind": "Event",

@@ -34,9 +34,8 @@ import orjson
 from minikcp.apis import catalog, openapi
 from minikcp.machinery import errors, list_options
 from minikcp.machinery import schema_intersection as si
-from minikcp.registry import admission, fencing
+from minikcp.registry import admission, fencing, system_fields
 from minikcp.registry import registry as upstream_registry
-from minikcp.registry import store as upstream_store
 from minikcp.registry.objects import RequestContext, StoredObject, WriteOptions
 from minikcp.runtime import work_queue
 from minikcp.syncer import api_imports, resources, stored_imports
@@ -413,7 +412,7 @@ class Negotiation:
         )
         store = self._ctx.registry.store(nar_rt)
         ctx = RequestContext(cluster=cluster)
-        now = upstream_store.now_rfc3339()
+        now = system_fields.now_rfc3339()
 
         def content(current: dict[str, Any]) -> None:
             before = {

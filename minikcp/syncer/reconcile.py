@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 from minikcp.machinery import errors
 from minikcp.registry import registry as upstream_registry
-from minikcp.registry import store as upstream_store
+from minikcp.registry import system_fields
 from minikcp.registry.objects import RequestContext, WriteOptions
 from minikcp.syncer import (
     aggregate,
@@ -463,14 +463,14 @@ async def status_up(ctx: Context, synced: resources.Synced, key: ItemKey) -> int
             if exc.code != 404:
                 raise
             return None
-    summary = strategy.summarise(upstream.view(), views, upstream_store.now_rfc3339())
+    summary = strategy.summarise(upstream.view(), views, system_fields.now_rfc3339())
     if summary == upstream.view().get("status"):
         return None
 
     def mutate(current: dict[str, Any] | None) -> dict[str, Any]:
         if current is None:
             raise errors.not_found(synced.rt.plural, name, group=synced.rt.group)
-        current["status"] = strategy.summarise(current, views, upstream_store.now_rfc3339())
+        current["status"] = strategy.summarise(current, views, system_fields.now_rfc3339())
         return current
 
     try:
@@ -559,7 +559,7 @@ async def _status_from_published(
         found = status_views.published(current["metadata"].get("annotations"), placed)
         if len(found) < len(placed):
             return None  # a target's owner has not reported yet: it writes the sum when it does
-        return strategy.summarise(current, found, upstream_store.now_rfc3339())
+        return strategy.summarise(current, found, system_fields.now_rfc3339())
 
     first = summary(obj)
     if first is None or first == obj.get("status"):

@@ -20,9 +20,8 @@ from typing import Any
 
 from minikcp.apis import catalog
 from minikcp.machinery import errors, list_options
-from minikcp.registry import fencing, watching
+from minikcp.registry import fencing, system_fields, watching
 from minikcp.registry import registry as upstream_registry
-from minikcp.registry import store as upstream_store
 from minikcp.registry.objects import RequestContext, StoredObject
 from minikcp.runtime import leader_election, supervise
 from minikcp.syncer import (
@@ -613,7 +612,7 @@ class Syncer:
         extra_conditions: tuple[dict[str, str], ...] = (),
     ) -> bool:
         """Write the SyncTarget's status if it changed (or a heartbeat is due); True if written."""
-        now = upstream_store.now_rfc3339()
+        now = system_fields.now_rfc3339()
         previous = obj.view().get("status") or {}
         status = target_status(previous, worker, problem, heartbeat, now, extra_conditions)
         if status == previous:

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
+from minikcp.machinery import timestamps
 from minikcp.simulator import deployment_conditions as dc
-from minikcp.simulator import rollout
 from tests.simulator.builders import NOW, deployment, rs
 
 
@@ -16,7 +16,7 @@ def conditions(status: dict[str, Any]) -> dict[str, tuple[str, str]]:
 
 
 def stamp(offset: float) -> str:
-    return rollout.rfc3339(NOW + offset)
+    return timestamps.rfc3339(NOW + offset)
 
 
 @pytest.mark.parametrize(

@@ -160,7 +160,7 @@ def test_a_failed_create_shows_as_replica_failure_until_one_succeeds() -> None:
     assert condition == {
         "type": "ReplicaFailure",
         "status": "True",
-        "lastTransitionTime": pl.rollout.rfc3339(NOW),
+        "lastTransitionTime": pl.timestamps.rfc3339(NOW),
         "reason": "FailedCreate",
         "message": 'pods "web-" is forbidden: quota',
     }

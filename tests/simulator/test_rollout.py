@@ -25,20 +25,6 @@ def test_safe_encode_maps_into_the_safe_alphabet(text: str, expected: str) -> No
     assert rollout.safe_encode(text) == expected
 
 
-@pytest.mark.parametrize(
-    ("at", "expected"),
-    [
-        (0.0, "1970-01-01T00:00:00Z"),
-        (1700000000.9, "2023-11-14T22:13:20Z"),
-        (1700000001.0, "2023-11-14T22:13:21Z"),
-        (1700000000.2, "2023-11-14T22:13:20Z"),  # the same second again, after another
-    ],
-)
-def test_rfc3339_is_the_whole_second_in_utc(at: float, expected: str) -> None:
-    assert rollout.rfc3339(at) == expected
-    assert rollout.parse_time(expected) == int(at)
-
-
 def test_pod_template_hash_depends_on_the_template_and_collisions_only() -> None:
     first = rollout.pod_template_hash(template())
     assert first == rollout.pod_template_hash(template())

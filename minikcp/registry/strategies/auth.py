@@ -8,7 +8,7 @@ from typing import Any
 
 from minikcp.apis import validation_meta as vm
 from minikcp.machinery import errors, rbac, users
-from minikcp.registry import reviews, store
+from minikcp.registry import reviews, system_fields
 from minikcp.registry.objects import RequestContext
 
 
@@ -171,6 +171,6 @@ class SelfSubjectReviewStrategy(reviews.ReviewStrategy):
         return {
             "kind": self.rt.kind,
             "apiVersion": self.rt.api_version,
-            "metadata": {"creationTimestamp": store.now_rfc3339()},
+            "metadata": {"creationTimestamp": system_fields.now_rfc3339()},
             "status": {"userInfo": ctx.user.to_dict()},
         }

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import uuid
 
-from minikcp.registry import store
+from minikcp.registry import system_fields
 
 
 def test_uids_are_version_4_uuids_in_their_canonical_spelling() -> None:
     for _ in range(1000):  # several blocks of the random pool
-        uid = store.new_uid()
+        uid = system_fields.new_uid()
         parsed = uuid.UUID(uid)
         assert parsed.version == 4
         assert parsed.variant == uuid.RFC_4122
@@ -17,5 +17,5 @@ def test_uids_are_version_4_uuids_in_their_canonical_spelling() -> None:
 
 
 def test_uids_do_not_repeat() -> None:
-    uids = [store.new_uid() for _ in range(5000)]
+    uids = [system_fields.new_uid() for _ in range(5000)]
     assert len(set(uids)) == len(uids)
