@@ -67,3 +67,28 @@ class Storage(Protocol):
         ...
 
     async def close(self) -> None: ...
+
+
+class StorageWrapper:
+    """A store in front of another: what a wrapper does not change (the revision, compaction,
+    the event stream, closing) passes through; subclasses provide the calls they wrap."""
+
+    __slots__ = ("_store",)
+
+    def __init__(self, store: Storage) -> None:
+        self._store = store
+
+    async def current_revision(self) -> int:
+        return await self._store.current_revision()
+
+    async def compacted_revision(self) -> int:
+        return await self._store.compacted_revision()
+
+    async def compact(self, revision: int) -> None:
+        await self._store.compact(revision)
+
+    def events_since(self, revision: int) -> AsyncIterator[Event]:
+        return self._store.events_since(revision)
+
+    async def close(self) -> None:
+        await self._store.close()

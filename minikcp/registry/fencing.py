@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from typing import Any
 
 from storage import errors as storage_errors
 from storage import interface
-from storage.types import Event, Item, RangeResult
+from storage.types import Item, RangeResult
 
 Holding = Callable[[], bool]
 
@@ -50,13 +50,10 @@ def check() -> None:
         raise LeaseLost("the lease this component runs under is no longer held")
 
 
-class FencedStorage:
+class FencedStorage(interface.StorageWrapper):
     """The store with the lease fence in front of every write."""
 
-    __slots__ = ("_store",)
-
-    def __init__(self, store: interface.Storage) -> None:
-        self._store = store
+    __slots__ = ()
 
     # Reads hand the store's coroutine through: no extra frame on the hot path.
     def get(self, key: str) -> Coroutine[Any, Any, Item | None]:
@@ -96,21 +93,6 @@ class FencedStorage:
     async def delete_prefix(self, prefix: str) -> list[Item]:
         check()
         return await self._store.delete_prefix(prefix)
-
-    async def current_revision(self) -> int:
-        return await self._store.current_revision()
-
-    async def compacted_revision(self) -> int:
-        return await self._store.compacted_revision()
-
-    async def compact(self, revision: int) -> None:
-        await self._store.compact(revision)
-
-    def events_since(self, revision: int) -> AsyncIterator[Event]:
-        return self._store.events_since(revision)
-
-    async def close(self) -> None:
-        await self._store.close()
 
 
 @contextlib.contextmanager

@@ -9,11 +9,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from storage import errors, interface
-from storage.types import Event, Item, RangeResult
+from storage.types import Item, RangeResult
 
 logger = logging.getLogger(__name__)
 
@@ -49,14 +49,14 @@ def group_resource(key: str) -> tuple[str, str]:
 _GET_OBSERVERS_MAX = 16_384
 
 
-class TimedStorage:
+class TimedStorage(interface.StorageWrapper):
     """The store with every call timed; the revision, compaction and event stream pass through
     (the watch hub's stream is not a request)."""
 
-    __slots__ = ("_get_observers", "_observers", "_series", "_store")
+    __slots__ = ("_get_observers", "_observers", "_series")
 
     def __init__(self, store: interface.Storage, series: Series) -> None:
-        self._store = store
+        super().__init__(store)
         self._series = series
         # operation -> `/registry/<group>/<resource>` -> its recorder: a lookup per call.
         self._observers: dict[str, dict[str, Observe]] = {}
@@ -182,21 +182,6 @@ class TimedStorage:
             "deleteCollection", prefix, self._store.delete_prefix(prefix)
         )
         return result
-
-    async def current_revision(self) -> int:
-        return await self._store.current_revision()
-
-    async def compacted_revision(self) -> int:
-        return await self._store.compacted_revision()
-
-    async def compact(self, revision: int) -> None:
-        await self._store.compact(revision)
-
-    def events_since(self, revision: int) -> AsyncIterator[Event]:
-        return self._store.events_since(revision)
-
-    async def close(self) -> None:
-        await self._store.close()
 
 
 async def poll_object_counts(
