@@ -261,15 +261,10 @@ class Route:
             if exc.code != 409:
                 raise
             existing = await self.client.api.request("GET", f"/api/v1/namespaces/{dns}")
-            located = translate.parse_locator(existing.get("metadata", {}).get("annotations"))
-            if located != (ref.uid, self.cluster, namespace):
-                raise downstream.DownstreamError(
-                    409, "AlreadyExists", f"namespace {dns} exists downstream and is not ours"
-                ) from None
-            if existing.get("metadata", {}).get("deletionTimestamp"):
-                raise downstream.DownstreamError(
-                    409, "Conflict", f"namespace {dns} is terminating downstream"
-                ) from None
+            ours = (ref.uid, self.cluster, namespace)
+            refusal = translate.existing_namespace_refusal(existing, ours, dns)
+            if refusal is not None:
+                raise downstream.DownstreamError(409, *refusal) from None
         self.client.namespaces.add(dns)
 
     def _check_ours(self, live: Mapping[str, Any], old: Mapping[str, Any], name: str) -> None:

@@ -298,15 +298,11 @@ async def _create_namespace(w: TargetWorker, cluster: str, namespace: str, dns: 
         if exc.code != 409:
             raise
         existing = await w.client.request("GET", f"/api/v1/namespaces/{dns}")
-        located = translate.parse_locator(existing.get("metadata", {}).get("annotations"))
-        if located != (w.ref.uid, cluster, namespace):
-            raise downstream.DownstreamError(
-                409, "AlreadyExists", f"namespace {dns} exists downstream and is not ours"
-            ) from None
-        if existing.get("metadata", {}).get("deletionTimestamp"):
-            raise downstream.DownstreamError(
-                409, "Conflict", f"namespace {dns} is terminating downstream"
-            ) from None
+        refusal = translate.existing_namespace_refusal(
+            existing, (w.ref.uid, cluster, namespace), dns
+        )
+        if refusal is not None:
+            raise downstream.DownstreamError(409, *refusal) from None
     w.locations[dns] = (w.ref.uid, cluster, namespace)
 
 

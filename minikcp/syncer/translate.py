@@ -141,6 +141,20 @@ def parse_locator(annotations: Mapping[str, str] | None) -> tuple[str, str, str]
         return None
 
 
+def existing_namespace_refusal(
+    existing: Mapping[str, Any], ours: tuple[str, str, str], name: str
+) -> tuple[str, str] | None:
+    """Why a downstream namespace found already there (a create answered 409) cannot take our
+    objects, as a 409's (reason, message); None when it is ours and not terminating. `ours` is
+    (target uid, logical cluster, namespace) as its locator records them."""
+    meta = existing.get("metadata") or {}
+    if parse_locator(meta.get("annotations")) != ours:
+        return "AlreadyExists", f"namespace {name} exists downstream and is not ours"
+    if meta.get("deletionTimestamp"):
+        return "Conflict", f"namespace {name} is terminating downstream"
+    return None
+
+
 def namespace_object(target: TargetRef, cluster: str, namespace: str) -> dict[str, Any]:
     return {
         "apiVersion": "v1",

@@ -77,6 +77,32 @@ def test_unreadable_locators(annotations: dict[str, str] | None) -> None:
     assert translate.parse_locator(annotations) is None
 
 
+def _existing(cluster: str, *, terminating: bool = False) -> dict[str, Any]:
+    ns = translate.namespace_object(T, cluster, "team")
+    if terminating:
+        ns["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    return ns
+
+
+@pytest.mark.parametrize(
+    ("existing", "refusal"),
+    [
+        (_existing("root:org"), None),
+        (_existing("root:other"), "AlreadyExists"),
+        ({"metadata": {"name": "kcp-x"}}, "AlreadyExists"),  # someone else's, no locator
+        ({}, "AlreadyExists"),
+        (_existing("root:org", terminating=True), "Conflict"),
+    ],
+)
+def test_an_existing_namespace_takes_our_objects_only_when_ours_and_live(
+    existing: dict[str, Any], refusal: str | None
+) -> None:
+    found = translate.existing_namespace_refusal(existing, ("u-1", "root:org", "team"), "kcp-x")
+    assert (found[0] if found else None) == refusal
+    if found:
+        assert "kcp-x" in found[1]
+
+
 def test_downstream_object_strips_server_fields() -> None:
     up = _deployment()
     down = translate.downstream_object(DEPLOYMENTS, up, T, "root", split={"east": 3, "west": 2})
