@@ -209,8 +209,9 @@ def build_app(
             return await bulk_handler.handle(request, info.cluster, admit)
 
     serve = status_errors(dispatch)
-    # Outside status_errors, the observer sees the Status every failure becomes.
-    outer = serve if observer is None else observer.wrap(serve)
+    # Outside status_errors, the observer sees the Status every failure becomes; without
+    # metrics or audit it still gives every response its Audit-Id.
+    outer = (observer or observe.Observer(None)).wrap(serve)
 
     async def timed(request: web.Request) -> web.StreamResponse:
         return await timing_header(request, outer)

@@ -39,7 +39,7 @@ from aiohttp import WSMsgType, web
 from minikcp.apis import catalog, printer_base
 from minikcp.machinery import errors, list_options, request_info, users
 from minikcp.registry import objects, watching
-from minikcp.server import encoding, resources
+from minikcp.server import encoding, observe, resources
 
 log = logging.getLogger(__name__)
 
@@ -133,6 +133,7 @@ class BulkWatchHandler:
         )
         if not ws.can_prepare(request).ok:
             raise errors.bad_request("a bulk watch is a WebSocket: send a GET with Upgrade")
+        ws.headers[observe.AUDIT_ID_HEADER] = observe.audit_id(request)
         await ws.prepare(request)
         connection = _Connection(ws, self, default_cluster, admit)
         await connection.serve()

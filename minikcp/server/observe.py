@@ -21,6 +21,11 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 _INFO = "minikcp.request_info"
 _AUDIT = "minikcp.audit"
+_AUDIT_ID = "minikcp.audit_id"
+# The request header a client may name its request's audit ID with, and the response header that
+# echoes it (Go's canonical form of apiserver's HeaderAuditID, "Audit-ID").
+_AUDIT_ID_REQUEST = "Audit-ID"
+AUDIT_ID_HEADER = "Audit-Id"
 _APPLY = "application/apply-patch+yaml"
 # In place of an audit event: anonymous, refused with 401 next (audited as a failed
 # authentication).
@@ -119,19 +124,27 @@ class Observer:
 
     def wrap(self, handler: Handler) -> Handler:
         """The handler measured and audited around (outside its Status errors, so it sees the
-        Status every failure becomes): one coroutine, no middleware chain."""
+        Status every failure becomes): one coroutine, no middleware chain. Every response
+        carries the request's audit ID, whatever answered it (upstream's WithAuditInit, the
+        outermost filter, before authentication)."""
         registry = self.metrics
         inflight = registry.inflight if registry is not None else [0, 0]
         perf_counter = time.perf_counter
+        new_audit_id = audit_events.new_audit_id
 
         async def observed(request: web.Request) -> web.StreamResponse:
             start = perf_counter()
+            # The client's own ID as it sent it (no truncation), else a new one.
+            audit_id = request.headers.get(_AUDIT_ID_REQUEST) or new_audit_id()
+            request[_AUDIT_ID] = audit_id
             kind = 0 if request.method in ("GET", "HEAD") else 1  # readOnly, mutating
             inflight[kind] += 1
             try:
                 response = await handler(request)
             finally:
                 inflight[kind] -= 1
+            if not response.prepared and AUDIT_ID_HEADER not in response.headers:
+                response.headers[AUDIT_ID_HEADER] = audit_id
             # Read back by item, not `request.get`: a missing key would raise and catch a
             # KeyError inside it, and every request asks.
             try:
@@ -183,8 +196,6 @@ class Observer:
     async def _complete(
         self, request: web.Request, response: web.StreamResponse, pending: audit_events.Request
     ) -> None:
-        if not response.prepared:
-            response.headers["Audit-Id"] = pending.audit_id
         decision = pending.decision
         if "ResponseComplete" in decision.omit_stages:
             return
@@ -227,6 +238,15 @@ def _nothing(count: int) -> None:
     pass
 
 
+def audit_id(request: web.Request) -> str:
+    """The request's audit ID, for a response its handler starts itself (a watch)."""
+    try:
+        found: str = request[_AUDIT_ID]
+    except KeyError:  # served without the observer's wrapper
+        return request.headers.get(_AUDIT_ID_REQUEST) or audit_events.new_audit_id()
+    return found
+
+
 def _pending(
     request: web.Request,
     info: request_info.RequestInfo,
@@ -236,7 +256,7 @@ def _pending(
     impersonated: dict[str, Any] | None,
 ) -> audit_events.Request:
     return audit_events.request(
-        audit_id=request.headers.get("Audit-ID") or audit_events.new_audit_id(),
+        audit_id=audit_id(request),
         decision=decision,
         request_uri=request.path_qs,
         verb=verb,

@@ -199,14 +199,15 @@ def test_users_failures_and_watches(tmp_path: Path, cluster: str) -> None:
         stop_cleanly(proc)
 
 
-def _anonymous(proc: ServerProcess, path: str) -> int:
+def _refused(proc: ServerProcess, path: str, headers: dict[str, str] | None = None) -> str:
+    """The Audit-Id of a request that must be refused by authentication."""
     ctx = ssl.create_default_context(cafile=str(proc.root / "ca.crt"))
-    try:
-        with urllib.request.urlopen(proc.base_url + path, context=ctx, timeout=10) as resp:
-            return int(resp.status)
-    except urllib.error.HTTPError as err:
-        with err:
-            return err.code
+    req = urllib.request.Request(proc.base_url + path, headers=headers or {})
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(req, context=ctx, timeout=10)
+    with refused.value as err:
+        assert err.code == 401
+        return str(err.headers["Audit-Id"])
 
 
 def test_failed_authentication_is_audited_without_a_user(tmp_path: Path, cluster: str) -> None:
@@ -214,8 +215,8 @@ def test_failed_authentication_is_audited_without_a_user(tmp_path: Path, cluster
     proc = _start(tmp_path, "--audit-log-path", str(log))
     try:
         path = f"/clusters/{cluster}/api/v1/namespaces/full/secrets"
-        assert _as_token(proc, "no-such-token", path) == 401
-        assert _anonymous(proc, path + "/s1") == 401
+        bearer_id = _refused(proc, path, {"Authorization": "Bearer no-such-token"})
+        assert _refused(proc, path + "/s1", {"Audit-ID": "given"}) == "given"
 
         # Who is refused by a user rule is still audited: no user is known yet.
         def both() -> list[dict[str, Any]] | None:
@@ -225,6 +226,7 @@ def test_failed_authentication_is_audited_without_a_user(tmp_path: Path, cluster
         bearer, anonymous = sorted(eventually(both) or [], key=lambda e: str(e["verb"]))[::-1]
         assert bearer["stage"] == anonymous["stage"] == "ResponseStarted"
         assert bearer["user"] == anonymous["user"] == {}
+        assert (bearer["auditID"], anonymous["auditID"]) == (bearer_id, "given")
         assert bearer["verb"] == "list" and anonymous["verb"] == "get"
         assert bearer["responseStatus"] == {
             "metadata": {}, "code": 401, "message": "Authentication failed, attempted: bearer",

@@ -282,8 +282,9 @@ def test_metrics_needs_get_on_the_non_resource_url(observed: ServerProcess) -> N
 def test_metrics_false_serves_no_metrics(tmp_path: Path) -> None:
     proc = server_process.start_server(tmp_path, extra_args=("--metrics=false",))
     try:
-        status, _, body = proc.request("GET", "/metrics")
+        status, headers, body = proc.request("GET", "/metrics")
         assert status == 404, body
         assert b'"reason":"NotFound"' in body
+        assert headers["Audit-Id"]  # neither metrics nor an audit log: still there
     finally:
         stop_cleanly(proc)
