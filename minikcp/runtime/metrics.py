@@ -39,6 +39,9 @@ REQUEST_DURATION_BUCKETS = (
     2.0, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0, 15.0, 20.0, 30.0, 45.0, 60.0,
 )  # fmt: skip
 
+# authentication_duration_seconds' buckets: ExponentialBuckets(0.001, 2, 15) (filters/metrics.go).
+AUTHENTICATION_DURATION_BUCKETS = tuple(0.001 * 2**i for i in range(15))
+
 # verb, dry_run, group, version, resource, subresource, scope, component
 RequestLabels = tuple[str, str, str, str, str, str, str, str]
 _REQUEST_LABELS = (
@@ -90,6 +93,8 @@ class Metrics:
         registry.register(WorkQueueCollector())
         self.storage = StorageStats()
         registry.register(_StorageCollector(self.storage))
+        self.authentication = AuthenticationStats()
+        registry.register(_AuthenticationDurations(self.authentication))
 
     def observe_request(self, labels: RequestLabels, code: int, seconds: float) -> None:
         series = self._series.get(labels)
@@ -113,7 +118,83 @@ class Metrics:
         self.registry.register(_LabelledCallback(name, documentation, label, read))
 
     def exposition(self) -> bytes:
-        return generate_latest(self.registry)
+        return generate_latest(self.registry) + self.authentication.counters()
+
+
+class AuthenticationStats:
+    """What the authentication filter records of every request (filters/metrics.go
+    recordAuthenticationMetrics): attempts and their duration by result, and authenticated
+    requests by a coarse kind of user name; plain numbers, exported on scrape."""
+
+    def __init__(self) -> None:
+        self.durations: dict[str, _RequestSeries] = {}  # result -> durations (codes unused)
+        self.users: dict[str, int] = {}  # compress_username -> requests
+
+    def observe(self, result: str, username: str | None, seconds: float) -> None:
+        """One attempt: `result` success, failure (no credentials any authenticator took) or
+        error (credentials refused); `username` the user's name on success."""
+        series = self.durations.get(result)
+        if series is None:
+            series = self.durations[result] = _RequestSeries(len(AUTHENTICATION_DURATION_BUCKETS))
+        series.buckets[bisect.bisect_left(AUTHENTICATION_DURATION_BUCKETS, seconds)] += 1
+        series.sum += seconds
+        if username is not None:
+            kind = compress_username(username)
+            self.users[kind] = self.users.get(kind, 0) + 1
+
+    def counters(self) -> bytes:
+        """authentication_attempts and authenticated_user_requests in the text format. Their
+        upstream names have no `_total`, which prometheus_client would add to a counter's."""
+        attempts = {result: sum(s.buckets) for result, s in self.durations.items()}
+        return _counter_text(
+            "authentication_attempts", "Counter of authenticated attempts.", "result", attempts
+        ) + _counter_text(
+            "authenticated_user_requests",
+            "Counter of authenticated requests broken out by username.",
+            "username",
+            self.users,
+        )
+
+
+def compress_username(username: str) -> str:
+    """The few values of authenticated_user_requests' label (filters/metrics.go): known
+    internal identities as they are, an e-mail address as `email_id`, anyone else `other`."""
+    if username in _KNOWN_USERNAMES:
+        return username
+    if "@" in username:
+        return "email_id"
+    return "other"
+
+
+_KNOWN_USERNAMES = frozenset(
+    {"admin", "client", "kube_proxy", "kubelet", "system:serviceaccount:kube-system:default"}
+)
+
+
+def _counter_text(name: str, documentation: str, label: str, values: Mapping[str, int]) -> bytes:
+    lines = [f"# HELP {name} {documentation}\n# TYPE {name} counter\n"]
+    for value, count in sorted(values.items()):
+        lines.append(f'{name}{{{label}="{value}"}} {count}\n')
+    return "".join(lines).encode()
+
+
+class _AuthenticationDurations(Collector):
+    def __init__(self, stats: AuthenticationStats) -> None:
+        self._stats = stats
+
+    def collect(self) -> Iterator[Metric]:
+        duration = HistogramMetricFamily(
+            "authentication_duration_seconds",
+            "Authentication duration in seconds broken out by result.",
+            labels=("result",),
+        )
+        for result, series in sorted(self._stats.durations.items()):
+            cumulative, buckets = 0, []
+            for bound, count in zip(_AUTHENTICATION_BOUNDS, series.buckets, strict=True):
+                cumulative += count
+                buckets.append((bound, cumulative))
+            duration.add_metric([result], buckets, series.sum)
+        yield duration
 
 
 class PlainCounter:
@@ -134,13 +215,14 @@ class PlainCounter:
 class _RequestSeries:
     __slots__ = ("buckets", "codes", "sum")
 
-    def __init__(self) -> None:
+    def __init__(self, bounds: int = len(REQUEST_DURATION_BUCKETS)) -> None:
         self.codes: dict[int, int] = {}  # HTTP code -> requests
-        self.buckets = [0] * (len(REQUEST_DURATION_BUCKETS) + 1)
+        self.buckets = [0] * (bounds + 1)
         self.sum = 0.0
 
 
 _REQUEST_BOUNDS = (*(repr(b) for b in REQUEST_DURATION_BUCKETS), "+Inf")
+_AUTHENTICATION_BOUNDS = (*(repr(b) for b in AUTHENTICATION_DURATION_BUCKETS), "+Inf")
 
 
 class _RequestCollector(Collector):

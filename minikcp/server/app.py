@@ -259,6 +259,23 @@ async def _authenticate(
     reg: registry.Registry,
     sessions: dashboard_sessions.Sessions,
 ) -> users.UserInfo:
+    """The request's user; how it went is left for the observer's authentication metrics."""
+    started = time.perf_counter()
+    try:
+        user = await _credentials_user(request, authenticator, reg, sessions)
+    except errors.StatusError:
+        observe.authenticated(request, None, started)
+        raise
+    observe.authenticated(request, user, started)
+    return user
+
+
+async def _credentials_user(
+    request: web.Request,
+    authenticator: authn.Authenticator,
+    reg: registry.Registry,
+    sessions: dashboard_sessions.Sessions,
+) -> users.UserInfo:
     peer: bytes | None = None
     transport = request.transport
     if transport is not None:

@@ -22,6 +22,7 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 _INFO = "minikcp.request_info"
 _AUDIT = "minikcp.audit"
 _AUDIT_ID = "minikcp.audit_id"
+_AUTHENTICATION = "minikcp.authentication"
 # The request header a client may name its request's audit ID with, and the response header that
 # echoes it (Go's canonical form of apiserver's HeaderAuditID, "Audit-ID").
 _AUDIT_ID_REQUEST = "Audit-ID"
@@ -152,8 +153,17 @@ class Observer:
             except KeyError:  # refused before it was parsed or authenticated
                 info = None
             if registry is not None:
-                labels = _request_labels(request, info)
-                registry.observe_request(labels, response.status, perf_counter() - start)
+                try:
+                    user, seconds = request[_AUTHENTICATION]
+                except KeyError:  # not authenticated here (the dashboard's pages)
+                    authenticated = True
+                else:
+                    authenticated = _record_authentication(registry, user, seconds, response)
+                # A request refused by authentication never reaches the handlers that count
+                # apiserver_request_total (MonitorRequest); authentication_attempts counts it.
+                if authenticated:
+                    labels = _request_labels(request, info)
+                    registry.observe_request(labels, response.status, perf_counter() - start)
             if self.auditing is None:
                 return response
             pending = self._pending_audit(request)
@@ -238,6 +248,12 @@ def _nothing(count: int) -> None:
     pass
 
 
+def authenticated(request: web.Request, user: users.UserInfo | None, started: float) -> None:
+    """Authentication is done (`user` None: the credentials were refused): what its metrics
+    need, recorded once the answer is known."""
+    request[_AUTHENTICATION] = (user, time.perf_counter() - started)
+
+
 def audit_id(request: web.Request) -> str:
     """The request's audit ID, for a response its handler starts itself (a watch)."""
     try:
@@ -245,6 +261,25 @@ def audit_id(request: web.Request) -> str:
     except KeyError:  # served without the observer's wrapper
         return request.headers.get(_AUDIT_ID_REQUEST) or audit_events.new_audit_id()
     return found
+
+
+def _record_authentication(
+    registry: metrics.Metrics,
+    user: users.UserInfo | None,
+    seconds: float,
+    response: web.StreamResponse,
+) -> bool:
+    """authentication_attempts by result as upstream's filter counts them: credentials refused
+    are an error; no credentials, where anonymous requests are refused, a failure (the anonymous
+    authenticator takes only the health checks); True if the request was authenticated."""
+    if user is None:
+        registry.authentication.observe("error", None, seconds)
+        return False
+    if user is authn.ANONYMOUS and response.status == 401:
+        registry.authentication.observe("failure", None, seconds)
+        return False
+    registry.authentication.observe("success", user.name, seconds)
+    return True
 
 
 def _pending(

@@ -4,6 +4,7 @@ authorized as the non-resource URL /metrics, and no series per logical cluster."
 from __future__ import annotations
 
 import os
+import re
 import ssl
 import subprocess
 import urllib.error
@@ -42,6 +43,9 @@ EXPECTED = {
     "etcd_request_duration_seconds": ("histogram", STORAGE_LABELS | {"le"}),
     "etcd_requests": ("counter", STORAGE_LABELS),
     "apiserver_audit_event": ("counter", set()),
+    "authentication_attempts": ("counter", {"result"}),
+    "authentication_duration_seconds": ("histogram", {"result", "le"}),
+    "authenticated_user_requests": ("counter", {"username"}),
     "apiserver_audit_error": ("counter", {"plugin"}),
     "process_cpu_seconds": ("counter", set()),
     "process_resident_memory_bytes": ("gauge", set()),
@@ -277,6 +281,59 @@ def test_metrics_needs_get_on_the_non_resource_url(observed: ServerProcess) -> N
     status, _, text = observed.request("GET", "/metrics")  # the admin, system:masters
     assert status == 200
     assert b"apiserver_request_total" in text
+
+
+def _anonymous(server: ServerProcess, path: str) -> int:
+    ctx = ssl.create_default_context(cafile=str(server.root / "ca.crt"))
+    try:
+        with urllib.request.urlopen(server.base_url + path, context=ctx, timeout=10) as resp:
+            return int(resp.status)
+    except urllib.error.HTTPError as err:
+        with err:
+            return err.code
+
+
+def test_failed_authentication_is_counted_as_an_attempt_not_a_request(
+    observed: ServerProcess, cluster: str
+) -> None:
+    """As upstream: a request refused by authentication never reaches the handlers that count
+    apiserver_request_total; authentication_attempts counts it, by result."""
+    path = f"/clusters/{cluster}/api/v1/namespaces/default/configmaps"
+    before = _scrape(observed)
+    assert _get(observed, path, "no-such-token")[0] == 401  # credentials refused: an error
+    assert _get(observed, path, "no-such-token")[0] == 401
+    assert _anonymous(observed, path) == 401  # no credentials: a failure
+    assert _anonymous(observed, "/healthz") == 200  # anonymous health checks: a success
+    assert _get(observed, path, "tok-dave")[0] == 403  # authenticated, then forbidden
+    after = _scrape(observed)
+
+    def moved(family: str, series: str, **labels: str) -> float:
+        return _value(after[family][1], series, **labels) - _value(
+            before[family][1], series, **labels
+        )
+
+    assert moved("apiserver_request", "apiserver_request_total", code="401") == 0
+    assert moved("apiserver_request", "apiserver_request_total", verb="LIST", code="403") == 1
+    attempts = "authentication_attempts_total"  # how the client's parser names the samples
+    assert moved("authentication_attempts", attempts, result="error") == 2
+    assert moved("authentication_attempts", attempts, result="failure") == 1
+    # dave, anonymous on /healthz, and the first scrape (recorded once it was answered).
+    assert moved("authentication_attempts", attempts, result="success") == 3
+    assert (
+        moved(
+            "authentication_duration_seconds",
+            "authentication_duration_seconds_count",
+            result="error",
+        )
+        == 2
+    )
+    users = "authenticated_user_requests_total"
+    assert moved("authenticated_user_requests", users, username="other") == 3
+    code, text = _get(observed, "/metrics", "tok-prom")
+    assert code == 200
+    # Upstream's names, without the `_total` prometheus_client gives counters.
+    assert "\n# TYPE authentication_attempts counter\n" in text
+    assert re.search(r'\nauthentication_attempts\{result="error"\} \d+\n', text)
 
 
 def test_metrics_false_serves_no_metrics(tmp_path: Path) -> None:
