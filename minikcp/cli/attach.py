@@ -10,8 +10,6 @@ import urllib.parse
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from minikcp.cli import connection
 from minikcp.machinery import names
 
@@ -104,7 +102,9 @@ def secret_name(target: str) -> str:
 
 def attach(args: argparse.Namespace) -> int:
     """Stores the kubeconfig and the SyncTarget; raises CommandError on any failure."""
-    from minikcp.syncer import kubeconfig  # the syncer's loader; `--help` does without it
+    import yaml  # as the syncer's loader: `--help` does without them
+
+    from minikcp.syncer import kubeconfig
 
     problems = names.dns1123_subdomain_errors(args.name)
     if problems:

@@ -13,12 +13,14 @@ import argparse
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import yaml
-
-from minikcp.cli import ws_client
 from minikcp.machinery import request_info
+
+# The HTTP client and YAML are imported when a command connects: `--help` and `version` build
+# the flags of this module without them.
+if TYPE_CHECKING:
+    from minikcp.cli import ws_client
 
 DEFAULT_ROOT_DIR = Path(".minikcp")
 
@@ -50,6 +52,8 @@ class Connection:
         body: Any = None,
         content_type: str = "application/json",
     ) -> tuple[int, dict[str, Any]]:
+        from minikcp.cli import ws_client
+
         try:
             code, answer = self.client.request(
                 method, self.url(path), body, content_type=content_type
@@ -182,6 +186,8 @@ def split_server(server: str) -> tuple[str, str]:
 
 
 def _load(path: Path) -> dict[str, Any]:
+    import yaml
+
     try:
         loaded = yaml.safe_load(path.read_text())
     except OSError as exc:
@@ -196,6 +202,8 @@ def _load(path: Path) -> dict[str, Any]:
 def _client(
     base: str, cluster: dict[str, Any], user: dict[str, Any], path: Path
 ) -> ws_client.Client:
+    from minikcp.cli import ws_client
+
     if not base.startswith(("https://", "http://")):
         raise CommandError(f"no server URL in {str(path)!r}")
     try:

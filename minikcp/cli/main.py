@@ -267,9 +267,9 @@ def main(argv: list[str] | None = None) -> int:
         return ws.run(argv[1:], prog="minikcp ws")
     args = _parser().parse_args(argv)
     if args.command == "version":
-        from minikcp.server import nonresource
+        from minikcp.machinery import served_version
 
-        print(f"minikcp 0.1.0 (serving Kubernetes {nonresource.GIT_VERSION})")
+        print(f"minikcp 0.1.0 (serving Kubernetes {served_version.GIT_VERSION})")
         return 0
     commands = {
         "kubeconfig": _kubeconfig,

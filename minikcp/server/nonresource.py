@@ -11,12 +11,9 @@ import orjson
 from aiohttp import web
 
 from minikcp.apis import catalog, discovery, openapi
-from minikcp.machinery import errors, request_info
+from minikcp.machinery import errors, request_info, served_version
 from minikcp.registry import registry
 from minikcp.server import encoding
-
-SERVED_MINOR = "32"
-GIT_VERSION = "v1.32.0-minikcp"
 
 # Go's names for the machine, as kube-apiserver reports runtime.GOOS/runtime.GOARCH.
 _GOARCH = {"x86_64": "amd64", "aarch64": "arm64", "i686": "386", "armv7l": "arm"}
@@ -24,8 +21,8 @@ _MACHINE = platform.machine()
 _VERSION = orjson.dumps(
     {
         "major": "1",
-        "minor": SERVED_MINOR,
-        "gitVersion": GIT_VERSION,
+        "minor": served_version.SERVED_MINOR,
+        "gitVersion": served_version.GIT_VERSION,
         "gitCommit": "0000000000000000000000000000000000000000",
         "gitTreeState": "clean",
         "buildDate": "2026-12-01T00:00:00Z",
