@@ -26,6 +26,14 @@ Synchronous = Literal["NORMAL", "FULL"]
 # PRAGMA application_id marks files this store made ("mkcp"), so a foreign database is refused.
 APPLICATION_ID = 0x6D6B6370
 SCHEMA_VERSION = 1
+# SQLite's page cache per connection (PRAGMA cache_size). A reader's holds the B-tree's inner
+# pages and the hot leaves, the OS caches the rest; 32 MiB cost an idle server about 3 KiB of
+# memory per object at 10,000 workspaces, for no measurable speed. The writer's fills with the
+# event log's appended pages and the rows it changed, which the store's value cache already
+# holds: at 8 MiB it was 0.8 KiB per workspace at 10,000, and 2 MiB write as fast (random
+# updates over 60,000 keys: 21,000-25,000/s either way).
+READER_CACHE_KIB = 8192
+WRITER_CACHE_KIB = 2048
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS kv(
@@ -64,7 +72,9 @@ def open_file(path: Path, *, synchronous: Synchronous, busy_timeout: float) -> O
         )
     lock = _lock(path)
     try:
-        writer = connect(path, synchronous=synchronous, busy_timeout=busy_timeout)
+        writer = connect(
+            path, synchronous=synchronous, busy_timeout=busy_timeout, cache_kib=WRITER_CACHE_KIB
+        )
         try:
             revision, compacted = _prepare(writer)
         except BaseException:
@@ -89,7 +99,11 @@ def open_file(path: Path, *, synchronous: Synchronous, busy_timeout: float) -> O
 
 
 def connect(
-    path: Path, *, synchronous: Synchronous = "NORMAL", busy_timeout: float = 5.0
+    path: Path,
+    *,
+    synchronous: Synchronous = "NORMAL",
+    busy_timeout: float = 5.0,
+    cache_kib: int = READER_CACHE_KIB,
 ) -> sqlite3.Connection:
     """A connection in autocommit mode (transactions are explicit) with the store's pragmas."""
     conn = sqlite3.connect(
@@ -107,11 +121,8 @@ def connect(
         conn.execute(f"PRAGMA synchronous={synchronous}")
         # Keep the WAL file from staying large after a burst once it has been checkpointed.
         conn.execute("PRAGMA journal_size_limit=33554432")
-        # 8 MiB of pages per connection: the B-tree's inner pages and the hot leaves fit, and
-        # the OS caches the rest. Each connection fills its cache as the file grows, and the
-        # event log's appended pages are seldom read again: 32 MiB cost an idle server about
-        # 3 KiB of memory per object at 10,000 workspaces, for no measurable speed.
-        conn.execute("PRAGMA cache_size=-8192")
+        # Each connection fills its cache as the file grows (see READER_CACHE_KIB).
+        conn.execute(f"PRAGMA cache_size=-{cache_kib}")
         # Checkpoints run in a thread of their own (sqlite_writer.Checkpointer), not in commits.
         conn.execute("PRAGMA wal_autocheckpoint=0")
     except BaseException:
