@@ -296,7 +296,10 @@ class SqliteStorage:
         if any(isinstance(result, errors.StoreUnavailable) for result in outcome.results):
             self._cache.clear()  # the commit failed: what the file holds is not known here
             self._cache_bytes = 0
-        for event in outcome.events:
+        events = outcome.events
+        for at, event in enumerate(events):
+            if event.prev_value is not None:
+                events[at] = event = self._share_prev_value(event)
             if event.value is None:
                 self._forget(event.key)
             else:
@@ -310,6 +313,26 @@ class SqliteStorage:
                     self._unsettled[operation.key] = left
                 else:
                     del self._unsettled[operation.key]
+
+    def _share_prev_value(self, event: Event) -> Event:
+        """The event with the cached bytes of its previous value, when the cache has them.
+
+        The writer reads the previous value back from the file: a second copy of bytes the cache
+        (and the watch ring's earlier event) already hold, which the ring would keep for as long
+        as the event. One revision of a key is one value, so a matching mod_rev is the same item.
+        """
+        cached = self._cache.get(event.key)
+        if cached is None or cached.mod_rev != event.prev_mod_rev:
+            return event
+        return Event(
+            event.type,
+            event.key,
+            event.revision,
+            event.value,
+            cached.create_rev,
+            cached.value,
+            cached.mod_rev,
+        )
 
     def _deliver(self, outcome: sqlite_commit.Outcome) -> None:
         """On the loop thread: publish a committed batch, then wake its writers."""

@@ -26,6 +26,13 @@ Synchronous = Literal["NORMAL", "FULL"]
 # PRAGMA application_id marks files this store made ("mkcp"), so a foreign database is refused.
 APPLICATION_ID = 0x6D6B6370
 SCHEMA_VERSION = 1
+# SQLite's page cache per connection (PRAGMA cache_size): the B-tree's inner pages and some hot
+# leaves; the OS caches the file, and the store's value cache the items read or written lately.
+# Each connection fills its cache as the file grows: the writer's with the event log's appended
+# pages and the rows it changed, a reader's with the ranges it listed. At 8 MiB that was 1.2 KiB
+# per workspace at 10,000 workspaces (32 MiB about 3 KiB per object); 2 MiB write and list as
+# fast (random updates over 60,000 keys, lists of 100 items from a 6 or 18 MiB working set).
+PAGE_CACHE_KIB = 2048
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS kv(
@@ -107,11 +114,7 @@ def connect(
         conn.execute(f"PRAGMA synchronous={synchronous}")
         # Keep the WAL file from staying large after a burst once it has been checkpointed.
         conn.execute("PRAGMA journal_size_limit=33554432")
-        # 8 MiB of pages per connection: the B-tree's inner pages and the hot leaves fit, and
-        # the OS caches the rest. Each connection fills its cache as the file grows, and the
-        # event log's appended pages are seldom read again: 32 MiB cost an idle server about
-        # 3 KiB of memory per object at 10,000 workspaces, for no measurable speed.
-        conn.execute("PRAGMA cache_size=-8192")
+        conn.execute(f"PRAGMA cache_size=-{PAGE_CACHE_KIB}")
         # Checkpoints run in a thread of their own (sqlite_writer.Checkpointer), not in commits.
         conn.execute("PRAGMA wal_autocheckpoint=0")
     except BaseException:

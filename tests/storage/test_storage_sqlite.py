@@ -288,3 +288,73 @@ async def test_point_reads_agree_with_the_file_under_concurrent_writes(tmp_path:
                     ) == row
                     # Writes settled, the item just read is answered from memory.
                     assert store.cached(key) == item
+
+
+async def test_events_hold_the_previous_value_the_store_already_holds(tmp_path: Path) -> None:
+    # The writer reads an item's previous value back from the file; the event carries the bytes
+    # the store handed out instead, so the watch ring does not keep a second copy.
+    path = tmp_path / "store.db"
+    async with await sqlite.SqliteStorage.open(path) as store:
+        events = store.events_since(0)
+        first = asyncio.ensure_future(anext(events))
+        await asyncio.sleep(0)  # following live events, not reading them back from the log
+        created = await store.create(K + "a", b"one")
+        updated = await store.update(K + "a", b"two", expected_mod_rev=created.mod_rev)
+        await store.delete(K + "a")
+        await store.create(K + "b", b"kept")
+        seen = [await first, *[await anext(events) for _ in range(3)]]
+        assert seen[1].prev_value is created.value
+        assert (seen[1].create_rev, seen[1].prev_mod_rev) == (created.create_rev, created.mod_rev)
+        assert seen[2].prev_value is updated.value
+        assert (seen[2].create_rev, seen[2].prev_mod_rev) == (created.create_rev, updated.mod_rev)
+    # A reopened store holds nothing in memory yet: the previous value comes from the file.
+    async with await sqlite.SqliteStorage.open(path) as store:
+        events = store.events_since(4)
+        await store.update(K + "b", b"new", expected_mod_rev=4)
+        event = await anext(events)
+        assert (event.prev_value, event.prev_mod_rev, event.create_rev) == (b"kept", 4, 4)
+
+
+async def test_previous_values_follow_the_history_under_concurrent_writes(tmp_path: Path) -> None:
+    # Every event's previous value and revision are those of the key's event before it, whether
+    # the bytes came from memory or from the file, under racing creates, updates and deletions.
+    import random
+
+    rng = random.Random(11)
+    names = [K + str(n) for n in range(5)]
+
+    async def write(key: str) -> None:
+        current = await store.get(key)
+        choice = rng.random()
+        try:
+            if current is None:
+                await store.create(key, rng.randbytes(6))
+            elif choice < 0.6:
+                await store.update(key, rng.randbytes(6), expected_mod_rev=current.mod_rev)
+            elif choice < 0.95:
+                await store.delete(key, expected_mod_rev=current.mod_rev)
+            else:
+                await store.delete_prefix(K)
+        except (errors.KeyExists, errors.Conflict, errors.NotFound):
+            pass
+
+    async with await sqlite.SqliteStorage.open(tmp_path / "store.db") as store:
+        events = store.events_since(0)
+        first = asyncio.ensure_future(anext(events))
+        await asyncio.sleep(0)
+        for _ in range(30):
+            await asyncio.gather(*(write(rng.choice(names)) for _ in range(10)))
+        last: dict[str, tuple[bytes, int, int]] = {}
+        checked = 0
+        async with asyncio.timeout(5):
+            while checked < await store.current_revision():
+                event = await first if checked == 0 else await anext(events)
+                checked = event.revision
+                before = last.pop(event.key, None)
+                if before is None:
+                    assert (event.prev_value, event.prev_mod_rev) == (None, 0)
+                else:
+                    assert (event.prev_value, event.create_rev, event.prev_mod_rev) == before
+                if event.value is not None:
+                    last[event.key] = (event.value, event.create_rev, event.revision)
+        assert checked > 100
