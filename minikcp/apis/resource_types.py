@@ -9,7 +9,7 @@ from __future__ import annotations
 import base64
 import hashlib
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 Schema = Mapping[str, Any]
@@ -70,12 +70,17 @@ class ResourceType:
     storage_gvk: tuple[str, str, str] | None = None
     # Set for kinds served from a CustomResourceDefinition.
     custom: CustomResource | None = None
+    # Types are dict keys on every request (their store, their reviewer): the hash is of the
+    # names only (hashing every field, subresources and schema included, would cost more than
+    # the lookup; equal types have equal names, so it agrees with the generated __eq__), and
+    # computed once.
+    _hash: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_hash", hash((self.group, self.version, self.plural, self.kind)))
 
     def __hash__(self) -> int:
-        # Types are dict keys on every request (their store, their reviewer): hashing every
-        # field, subresources and schema included, would cost more than the lookup. Equal
-        # types have equal names, so this agrees with the generated __eq__.
-        return hash((self.group, self.version, self.plural, self.kind))
+        return self._hash
 
     @property
     def group_version(self) -> str:

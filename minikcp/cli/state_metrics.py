@@ -19,7 +19,7 @@ def timed(
     store: storage_interface.Storage, measured: metrics.Metrics
 ) -> storage_metrics.TimedStorage:
     """The store as the registry should use it: every call timed by operation and resource."""
-    return storage_metrics.TimedStorage(store, measured.storage.series)
+    return storage_metrics.TimedStorage(store, measured.storage)
 
 
 def start(

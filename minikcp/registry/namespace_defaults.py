@@ -96,16 +96,10 @@ class NamespaceDefaultStore(generic_store.ResourceStore):
             return []
         return [self.virtual(cluster, namespace).value]
 
-    async def find(self, ctx: RequestContext, namespace: str, name: str) -> StoredObject | None:
-        found = await super().find(ctx, namespace, name)
-        if found is None and ctx.cluster != "*" and self._is_virtual(namespace, name):
+    def unstored(self, ctx: RequestContext, namespace: str, name: str) -> StoredObject | None:
+        if ctx.cluster != "*" and self._is_virtual(namespace, name):
             return self.virtual(ctx.cluster, namespace)
-        return found
-
-    async def find_stored(
-        self, ctx: RequestContext, namespace: str, name: str
-    ) -> StoredObject | None:
-        return await super().find(ctx, namespace, name)
+        return None
 
     async def list(
         self, ctx: RequestContext, namespace: str, opts: list_options.ListOptions
@@ -132,7 +126,7 @@ class NamespaceDefaultStore(generic_store.ResourceStore):
             if not self.matches(obj, opts):
                 continue
             # One written already but outside this page is listed there.
-            if await super().find(ctx, ns, name) is not None:
+            if await self.find_stored(ctx, ns, name) is not None:
                 continue
             extra.append(obj)
         if extra:
@@ -183,7 +177,7 @@ class NamespaceDefaultStore(generic_store.ResourceStore):
         """Store a virtual default object the first time it is written."""
         if not self._is_virtual(namespace, name) or ctx.cluster == "*":
             return
-        if await super().find(ctx, namespace, name) is not None:
+        if await self.find_stored(ctx, namespace, name) is not None:
             return
         try:
             await self.storage.create(

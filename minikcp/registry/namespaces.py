@@ -108,11 +108,8 @@ class NamespaceStore(generic_store.ResourceStore):
         }
         return StoredObject.from_dict(obj, cluster=cluster, revision=VIRTUAL_REVISION)
 
-    async def find(self, ctx: RequestContext, namespace: str, name: str) -> StoredObject | None:
-        found = await super().find(ctx, namespace, name)
-        if found is None and ctx.cluster != "*":
-            return self.virtual(ctx.cluster, name)
-        return found
+    def unstored(self, ctx: RequestContext, namespace: str, name: str) -> StoredObject | None:
+        return None if ctx.cluster == "*" else self.virtual(ctx.cluster, name)
 
     async def check_writable(
         self, ctx: RequestContext, namespace: str, rt: catalog.ResourceType, name: str
@@ -188,7 +185,7 @@ class NamespaceStore(generic_store.ResourceStore):
             self._active.move_to_end(cache_key)
             return
         epoch = self._epoch
-        ns = await super().find(ctx, "", namespace)
+        ns = await self.find_stored(ctx, "", namespace)
         if ns is None:
             if namespace in BUILTIN_NAMESPACES:
                 self._remember_active(cache_key, epoch)
@@ -233,7 +230,7 @@ class NamespaceStore(generic_store.ResourceStore):
             if obj is None or not self.matches(obj, opts):
                 continue
             # A built-in namespace already materialised outside this page is listed there.
-            if await super().find(ctx, "", name) is not None:
+            if await self.find_stored(ctx, "", name) is not None:
                 continue
             extra.append(obj)
         if extra:
@@ -248,7 +245,7 @@ class NamespaceStore(generic_store.ResourceStore):
 
     async def _materialise(self, ctx: RequestContext, name: str) -> None:
         """Store a built-in namespace the first time it is written."""
-        if name not in BUILTIN_NAMESPACES or await super().find(ctx, "", name) is not None:
+        if name not in BUILTIN_NAMESPACES or await self.find_stored(ctx, "", name) is not None:
             return
         virtual = self.virtual(ctx.cluster, name)
         assert virtual is not None

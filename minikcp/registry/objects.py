@@ -19,13 +19,14 @@ class StoredObject:
     by every watcher of an event, so nobody may mutate `view()`; `copy()` gives a private dict.
     """
 
-    __slots__ = ("_json", "_stored", "_view", "cluster", "revision", "value")
+    __slots__ = ("_json", "_line", "_stored", "_view", "cluster", "revision", "value")
 
     def __init__(self, value: bytes, *, cluster: str, revision: int) -> None:
         self.value = value
         self.cluster = cluster
         self.revision = revision
         self._json: bytes | None = None
+        self._line: bytes | None = None
         self._view: dict[str, Any] | None = None
         self._stored: dict[str, Any] | None = None
 
@@ -37,6 +38,15 @@ class StoredObject:
         if self._json is None:
             self._json = codec.decorate(self.value, cluster=self.cluster, revision=self.revision)
         return self._json
+
+    def json_line(self) -> bytes:
+        """The client view ended by a newline, as a JSON document is written on its own (kube-
+        apiserver's encoder ends each one so); built once: a held object answers many reads."""
+        if self._line is None:
+            parts = self.json_parts()
+            parts.append(b"\n")
+            self._line = b"".join(parts)
+        return self._line
 
     def json_parts(self) -> list[bytes | memoryview]:
         """The client view as pieces to join (see codec.decorated_parts)."""

@@ -17,6 +17,7 @@ from minikcp.registry import (
     bound_apis,
     custom_catalogs,
     fencing,
+    held_objects,
     keys,
     limit_range_admission,
     namespace_defaults,
@@ -90,11 +91,14 @@ class Registry:
         self._admission: dict[tuple[str, str], list[admission.Admission]] = {}
         ns_type = self.catalog.by_resource("", "v1", "namespaces")
         assert ns_type is not None
+        # The objects built for reads from the store's memory, shared by every store (bounded).
+        self._held = held_objects.HeldObjects()
         self.namespaces = namespaces.NamespaceStore(
             ns_type,
             strategies.strategy_for(ns_type),
             storage,
             bootstrap_time=bootstrap_time,
+            held=self._held,
         )
         self._stores[ns_type] = self.namespaces
         crd_type = self.catalog.by_resource(
@@ -113,6 +117,7 @@ class Registry:
                 strategies.strategy_for(rt),
                 storage,
                 namespace_check=self.namespaces.check_writable,
+                held=self._held,
                 index=self.bound_apis,
             )
         self.crds = custom_catalogs.CustomCatalogs(crd_type, self.catalog, self.bound_apis)
@@ -121,6 +126,7 @@ class Registry:
             strategies.strategy_for(crd_type),
             storage,
             namespace_check=self.namespaces.check_writable,
+            held=self._held,
             index=self.crds,
         )
         # Every namespace's default ServiceAccount (and, given the server's CA, kube-root-ca.crt).
@@ -137,6 +143,7 @@ class Registry:
                 strategies.strategy_for(default_rt),
                 storage,
                 namespace_check=self.namespaces.check_writable,
+                held=self._held,
                 default=default,
                 bootstrap_time=bootstrap_time,
             )
@@ -328,6 +335,7 @@ class Registry:
             strategies.strategy_for(rt, status_owners=self.deployment_status, policy=self.policy),
             self.storage,
             namespace_check=self.namespaces.check_writable,
+            held=self._held,
         )
         found.admission = self._admission_for(rt)
         return found

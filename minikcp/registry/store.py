@@ -24,7 +24,9 @@ from minikcp.registry import (
 )
 from minikcp.registry import storage_errors as interpreted
 from minikcp.registry.admission import Admission
+from minikcp.registry.held_objects import HeldObjects
 from minikcp.registry.objects import RequestContext, StoredObject, WriteOptions
+from minikcp.registry.point_reads import PointReads
 from minikcp.registry.strategy import Strategy
 from storage import errors as storage_errors
 from storage import interface as storage_interface
@@ -54,7 +56,7 @@ class ListResult:
 Mutation = Callable[[dict[str, Any] | None], dict[str, Any]]
 
 
-class ResourceStore:
+class ResourceStore(PointReads):
     """Get, list, create, update, patch and delete of one resource type."""
 
     def __init__(
@@ -64,11 +66,9 @@ class ResourceStore:
         store: storage_interface.Storage,
         *,
         namespace_check: NamespaceCheck | None = None,
+        held: HeldObjects | None = None,
     ) -> None:
-        self.rt = rt
-        self._key_prefix = keys.resource_prefix(rt)
-        self.strategy = strategy
-        self.storage = store
+        super().__init__(rt, strategy, store, held=held)
         self._namespace_check = namespace_check
         self.admission: Admission | None = None
 
@@ -77,41 +77,13 @@ class ResourceStore:
         """The kind's schema, loaded by the first patch or apply rather than at start-up."""
         return definitions.schema_for(self.rt)
 
-    # -- reads ----------------------------------------------------------------------------------
-
-    def key(self, cluster: str, namespace: str, name: str) -> str:
-        return keys.object_key_under(self._key_prefix, self.rt.namespaced, cluster, namespace, name)
-
-    async def get(self, ctx: RequestContext, namespace: str, name: str) -> StoredObject:
-        obj = await self.find(ctx, namespace, name)
-        if obj is None:
-            raise errors.not_found(self.rt.plural, name, group=self.rt.group)
-        return obj
-
-    async def find(self, ctx: RequestContext, namespace: str, name: str) -> StoredObject | None:
-        key = self.key(ctx.cluster, namespace, name)
-        # A read the store answers from memory needs no coroutine below this one.
-        item = self.storage.cached(key)
-        if item is None:
-            try:
-                item = await self.storage.get(key)
-            except storage_errors.StorageError as exc:
-                raise interpreted.interpret(exc, self.rt, name) from None
-        if item is None:
-            return None
-        return self.stored(item.value, cluster=ctx.cluster, revision=item.mod_rev)
+    # -- reads (of one object: see point_reads.PointReads) -------------------------------------
 
     def encode(self, obj: dict[str, Any]) -> bytes:
         """An object of this type as stored (see Strategy.to_storage)."""
         if self.strategy.transforms_reads:
             obj = self.strategy.to_storage(obj)
         return codec.encode_for_storage(obj)
-
-    def stored(self, value: bytes, *, cluster: str, revision: int) -> StoredObject:
-        """An object read from storage, as this type serves it (see Strategy.on_read)."""
-        if self.strategy.transforms_reads:
-            value = self.strategy.on_read(value)
-        return StoredObject(value, cluster=cluster, revision=revision)
 
     async def list(
         self, ctx: RequestContext, namespace: str, opts: list_options.ListOptions

@@ -305,10 +305,8 @@ class StorageStats:
 
     def series(self, labels: StorageLabels) -> Callable[[float, bool], None]:
         """The recorder of one label set, made once: recording is then a bisect and two adds."""
-        series = self.requests.get(labels)
-        if series is None:
-            series = self.requests[labels] = _RequestSeries()
-        buckets, errors = series.buckets, self.errors
+        buckets, errors = self.counts(labels), self.errors
+        series = self.requests[labels]
 
         def observe(seconds: float, failed: bool) -> None:
             buckets[bisect.bisect_left(REQUEST_DURATION_BUCKETS, seconds)] += 1
@@ -317,6 +315,14 @@ class StorageStats:
                 errors[labels] = errors.get(labels, 0) + 1
 
         return observe
+
+    def counts(self, labels: StorageLabels) -> list[int]:
+        """One label set's calls by duration bucket, shared with its recorder: a call answered
+        too fast to time (a read from memory) is counted by adding one to the first bucket."""
+        series = self.requests.get(labels)
+        if series is None:
+            series = self.requests[labels] = _RequestSeries()
+        return series.buckets
 
 
 class _StorageCollector(Collector):

@@ -89,10 +89,9 @@ def response_bytes(body: bytes) -> bytes:
 
 
 def object_response_bytes(obj: objects.StoredObject) -> bytes:
-    """`response_bytes` of an object's JSON, joined from its pieces in one copy."""
-    parts = obj.json_parts()
-    parts.append(b"\n")
-    return b"".join(parts)
+    """`response_bytes` of an object's JSON, built once per object (its pieces joined in one
+    copy): the store answers reads of an unchanged object with the same StoredObject."""
+    return obj.json_line()
 
 
 def error_event_bytes(status: Mapping[str, Any]) -> bytes:

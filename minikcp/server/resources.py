@@ -80,28 +80,31 @@ class ResourceHandler:
     ) -> web.StreamResponse:
         """`types` and `visible` make it a view: only those kinds, only those objects."""
         rt = self.resource_type(info, types)
-        if info.subresource and rt.subresource(info.subresource) is None:
+        verb, sub = info.verb, info.subresource
+        subresource = rt.subresource(sub) if sub else None
+        if sub and subresource is None:
             raise _not_found()
-        if info.cluster == request_info.WILDCARD_CLUSTER and info.verb not in ("list", "watch"):
-            raise errors.method_not_allowed(info.verb, info.resource)
-        if info.subresource in pod_streams.SUBRESOURCES and rt.plural == "pods" and not rt.group:
+        if info.cluster == request_info.WILDCARD_CLUSTER and verb not in ("list", "watch"):
+            raise errors.method_not_allowed(verb, info.resource)
+        if subresource is None:
+            if (verb in ("update", "patch") and not info.name) or (verb == "create" and info.name):
+                raise errors.method_not_allowed(verb, info.resource)
+            if verb not in rt.verbs:
+                raise errors.method_not_allowed(verb, info.resource)
+        elif sub in pod_streams.SUBRESOURCES and rt.plural == "pods" and not rt.group:
             return await pod_streams.serve(
                 request,
                 self.registry.store(rt),
                 objects.RequestContext(cluster=info.cluster, user=user),
                 info.namespace,
                 info.name,
-                info.subresource,
+                sub,
                 self.pod_connectors,
             )
-        verb = info.verb
-        create_only = rt.subresource(info.subresource) if info.subresource else None
-        if create_only is not None and create_only.verbs == ("create",):
+        elif subresource.verbs == ("create",):
             if verb != "create" or not info.name:
-                raise errors.method_not_allowed(verb, f"{info.resource}/{info.subresource}")
+                raise errors.method_not_allowed(verb, f"{info.resource}/{sub}")
         elif (verb in ("update", "patch") and not info.name) or (verb == "create" and info.name):
-            raise errors.method_not_allowed(verb, info.resource)
-        if verb not in rt.verbs and not info.subresource:
             raise errors.method_not_allowed(verb, info.resource)
         ctx = objects.RequestContext(cluster=info.cluster, user=user)
         namespace = info.namespace if rt.namespaced else ""
@@ -142,6 +145,9 @@ class ResourceHandler:
         visible: Visible | None = None,
     ) -> web.StreamResponse:
         verb, name, sub = info.verb, info.name, info.subresource
+        if verb == "get" and not sub and not (query and _is_watch(query)):  # most requests
+            obj = await self.registry.store(rt).get_shared(ctx, namespace, name)
+            return self._object(request, rt, obj, query)
         reviewer = self.registry.reviewer(rt) if verb == "create" else None
         if reviewer is not None:
             opts = write_options(query, request.headers.get("User-Agent", ""))
@@ -166,7 +172,7 @@ class ResourceHandler:
         if verb == "get":
             if sub == "scale":
                 return _json(await scale.get_scale(store, ctx, namespace, name))
-            obj = await store.get(ctx, namespace, name)
+            obj = await store.get_shared(ctx, namespace, name)
             return self._object(request, rt, obj, query)
         user_agent = request.headers.get("User-Agent", "")
         opts = write_options(query, user_agent)

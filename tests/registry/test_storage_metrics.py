@@ -42,7 +42,7 @@ CM = "/registry/core/configmaps/root/default/"
 
 async def test_calls_are_timed_by_operation_and_resource(store: sqlite.SqliteStorage) -> None:
     stats = metrics.StorageStats()
-    timed = storage_metrics.TimedStorage(store, stats.series)
+    timed = storage_metrics.TimedStorage(store, stats)
     created = await timed.create(CM + "a", b"{}")
     await timed.get(CM + "a")
     await timed.get(CM + "missing")
@@ -69,14 +69,18 @@ async def test_calls_are_timed_by_operation_and_resource(store: sqlite.SqliteSto
 async def test_a_read_from_memory_counts_as_one_get(store: sqlite.SqliteStorage) -> None:
     """The registry asks `cached` first and `get` when it answers None: one get either way."""
     stats = metrics.StorageStats()
-    timed = storage_metrics.TimedStorage(store, stats.series)
+    timed = storage_metrics.TimedStorage(store, stats)
     created = await timed.create(CM + "a", b"{}")
     assert timed.cached(CM + "missing") is None  # not counted: the caller asks get next
     assert await timed.get(CM + "missing") is None
     assert await timed.get(CM + "a") == created  # now held in memory
+    series = stats.requests[("get", "", "configmaps")]
+    timed_sum, fastest = series.sum, series.buckets[0]
     assert timed.cached(CM + "a") == created
     counts = {labels: sum(series.buckets) for labels, series in stats.requests.items()}
     assert counts[("get", "", "configmaps")] == 3
+    # Counted in the fastest bucket, not timed.
+    assert (series.sum, series.buckets[0]) == (timed_sum, fastest + 1)
     assert stats.errors == {}
 
 
@@ -85,7 +89,7 @@ async def test_gets_past_the_bound_of_remembered_keys_are_still_counted(
 ) -> None:
     monkeypatch.setattr(storage_metrics, "_GET_OBSERVERS_MAX", 4)
     stats = metrics.StorageStats()
-    timed = storage_metrics.TimedStorage(store, stats.series)
+    timed = storage_metrics.TimedStorage(store, stats)
     await timed.create(CM + "a", b"{}")
     for _ in range(3):  # the same keys again, once the map has started again
         for i in range(10):
