@@ -271,12 +271,13 @@ async def serve(options: ServeOptions) -> None:
                 pod_connectors.add(
                     kubelet_streams.SimulatedKubelet(reg, options.simulate_workloads.nodes)
                 )
-            handler = server_app.build_app(
+            app = server_app.build_app(
                 reg,
                 authenticator,
                 ready=ready.is_set,
                 server_timing=options.server_timing,
                 resolve_cluster=resolver.resolve,
+                resolve_cluster_now=resolver.resolved,
                 pod_connectors=pod_connectors,
                 observer=observer,
             )
@@ -284,7 +285,7 @@ async def serve(options: ServeOptions) -> None:
                 background.append(tasks.create_task(audit_writer.run(), name="audit-log"))
             # Cancel a handler when its client goes away: a watch nobody reads must not linger.
             http_server = server_app.http_server(
-                handler,
+                app,
                 access_log=None,
                 handler_cancellation=True,
                 # Go's http.Server takes up to 1 MiB of request line and headers; long label

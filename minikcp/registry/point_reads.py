@@ -52,12 +52,20 @@ class PointReads:
         """`get` for a reader that only encodes the object (a GET's response): an unchanged object
         held in memory is the StoredObject an earlier read built, its JSON built once. Shared as
         a watch event's object is: its views must not be changed."""
-        item = self._in_memory(ctx.cluster, namespace, name)
-        if item is None:
+        found = self.shared_in_memory(ctx.cluster, namespace, name)
+        if found is None:
             return self._found(name, await self.find(ctx, namespace, name))
+        return found
+
+    def shared_in_memory(self, cluster: str, namespace: str, name: str) -> StoredObject | None:
+        """`get_shared`'s answer when the store holds the object in memory; None otherwise
+        (not there, or only the store or `unstored` can say)."""
+        item = self._in_memory(cluster, namespace, name)
+        if item is None:
+            return None
         found = self._held.of(item, self.rt)
         if found is None:
-            found = self.stored(item.value, cluster=ctx.cluster, revision=item.mod_rev)
+            found = self.stored(item.value, cluster=cluster, revision=item.mod_rev)
             self._held.hold(item, self.rt, found)
         return found
 

@@ -381,16 +381,25 @@ class PolicyStore:
     # -- questions -----------------------------------------------------------------------------
 
     async def authorize(self, attrs: rbac.Attributes) -> Decision:
-        user = attrs.user
-        if rbac.MASTERS in user.groups:
+        decision = self.decided(attrs)  # the common case: no coroutine
+        if decision is not None:
+            return decision
+        return self._decide(attrs, await self.policy(attrs.cluster))
+
+    def decided(self, attrs: rbac.Attributes) -> Decision | None:
+        """authorize's decision when it needs nothing loaded; None when the cluster's policy
+        must be read first."""
+        if rbac.MASTERS in attrs.user.groups:
             return ALLOWED
         if attrs.cluster == "*" or not attrs.cluster:
             return _WILDCARD_DENIED
+        policy = self._clusters.get(attrs.cluster)
+        return None if policy is None else self._decide(attrs, policy)
+
+    def _decide(self, attrs: rbac.Attributes, policy: ClusterPolicy) -> Decision:
+        user = attrs.user
         if user.extra:
             user = scoped(user, attrs.cluster)
-        policy = self._clusters.get(attrs.cluster)  # the common case: no coroutine
-        if policy is None:
-            policy = await self.policy(attrs.cluster)
         if not policy.has_access(user, attrs.cluster):
             return Decision(allowed=False)
         resolved = policy.resolve(user, attrs.namespace)

@@ -90,6 +90,16 @@ class Metrics:
             ("plugin",),
             registry=registry,
         )
+        # GETs answered from memory where they arrived (server/cached_get.py): what share of
+        # reads takes the shortcut, next to apiserver_request_total, which counts them too.
+        self.cached_gets = PlainCounter()
+        self.add_callback(
+            "minikcp_cached_get_answers_total",
+            "GETs of one object answered from memory without the request handler's path (also "
+            "counted in apiserver_request_total).",
+            self.cached_gets.read,
+            counter=True,
+        )
         registry.register(WorkQueueCollector())
         self.storage = StorageStats()
         registry.register(_StorageCollector(self.storage))

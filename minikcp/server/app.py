@@ -29,6 +29,7 @@ from minikcp.machinery import errors, request_info, users
 from minikcp.registry import pod_streams, registry
 from minikcp.server import (
     bulk_watch,
+    cached_get,
     dashboard,
     encoding,
     nonresource,
@@ -37,6 +38,7 @@ from minikcp.server import (
     virtual_workspaces,
 )
 from minikcp.server.complete_response import CompleteResponse
+from minikcp.server.read_protocol import AnsweringServer
 
 logger = logging.getLogger(__name__)
 
@@ -46,6 +48,10 @@ ClusterResolve = Callable[[str], Awaitable[str]]
 
 
 async def _as_is(cluster: str) -> str:
+    return cluster
+
+
+def _as_is_now(cluster: str) -> str:
     return cluster
 
 
@@ -96,11 +102,21 @@ async def timing_header(
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
-def http_server(handler: Handler, **protocol_options: Any) -> web.Server:
+@dataclasses.dataclass(frozen=True)
+class App:
+    """What serves requests: the handler of every request, and the shortcut that answers a GET
+    of an object in memory where it arrives (None where it must not: Server-Timing, auditing)."""
+
+    handler: Handler
+    cached_get: cached_get.CachedGet | None
+
+
+def http_server(app: App, **protocol_options: Any) -> web.Server:
     """aiohttp's low-level server around the one handler: every request goes to it, so the
     Application's router, match info and middleware chain would be per-request cost for nothing.
     `protocol_options` go to aiohttp's RequestHandler (max_line_size, access_log, ...)."""
     loop = asyncio.get_running_loop()
+    handler = app.handler
 
     def make_request(
         message: RawRequestMessage,
@@ -119,7 +135,11 @@ def http_server(handler: Handler, **protocol_options: Any) -> web.Server:
             client_max_size=encoding.MAX_BODY_BYTES + 64 * 1024,
         )
 
-    return web.Server(handler, request_factory=make_request, **protocol_options)  # type: ignore[arg-type]
+    if app.cached_get is None:
+        return web.Server(handler, request_factory=make_request, **protocol_options)  # type: ignore[arg-type]
+    return AnsweringServer(
+        handler, answer=app.cached_get.answer, request_factory=make_request, **protocol_options
+    )
 
 
 def build_app(
@@ -129,10 +149,12 @@ def build_app(
     ready: Callable[[], bool] = lambda: True,
     server_timing: bool = False,
     resolve_cluster: ClusterResolve = _as_is,
+    resolve_cluster_now: cached_get.ResolveNow = _as_is_now,
     pod_connectors: pod_streams.Connectors | None = None,
     observer: observe.Observer | None = None,
-) -> Handler:
-    """The handler of every request (serve it with `http_server`)."""
+) -> App:
+    """The handler of every request and the GET shortcut (serve them with `http_server`).
+    `resolve_cluster_now` is `resolve_cluster` when it needs no wait, else None."""
     watch_events = observer.watch_events if observer is not None else None
     resource_handler = resources.ResourceHandler(reg, pod_connectors, watch_events)
     other_handler = nonresource.NonResourceHandler(reg, ready=ready)
@@ -216,7 +238,14 @@ def build_app(
     async def timed(request: web.Request) -> web.StreamResponse:
         return await timing_header(request, outer)
 
-    return timed if server_timing else outer
+    if server_timing:
+        return App(timed, None)
+    if observer is not None and observer.auditing is not None:
+        return App(outer, None)
+    shortcut = cached_get.CachedGet(
+        reg, authenticator, resolve_cluster_now, resource_handler, observer
+    )
+    return App(outer, shortcut)
 
 
 async def _continue(request: web.Request) -> None:

@@ -58,10 +58,34 @@ class ClusterResolver:
             found.update((parent, child))
         return found
 
-    async def resolve(self, text: str) -> str:
-        """The logical cluster a request's `/clusters/<text>` addresses (`*` stays `*`)."""
+    def resolved(self, text: str) -> str | None:
+        """`resolve`'s answer when the caches hold it; None when the store must be asked (or
+        the path is refused: `resolve` says how)."""
         if paths.is_name(text):
             return text
+        try:
+            paths.check_depth(text)
+            parts = paths.segments(text)
+        except errors.StatusError:
+            return None
+        cluster = parts[0]
+        children = self._children
+        for name in parts[1:]:
+            key = (cluster, name)
+            child = children.get(key)
+            if child is None:
+                return None
+            children.move_to_end(key)
+            cluster = child
+        if parts[0] == paths.ROOT:
+            self._remember(self._paths, cluster, text)
+        return cluster
+
+    async def resolve(self, text: str) -> str:
+        """The logical cluster a request's `/clusters/<text>` addresses (`*` stays `*`)."""
+        found = self.resolved(text)
+        if found is not None:
+            return found
         paths.check_depth(text)
         parts = paths.segments(text)
         cluster = parts[0]

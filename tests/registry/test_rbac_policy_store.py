@@ -150,3 +150,28 @@ async def test_cached_decisions_follow_role_and_role_binding_changes(
     assert bindings is not None
     await reg.store(bindings).delete(ctx, "team", "alice-cm", {}, OPTS)
     await _allowed(reg, _configmaps("list", "team"), wanted=False)
+
+
+async def test_a_decision_without_a_wait_is_known_only_once_the_policy_is_loaded(
+    reg: registry.Registry,
+) -> None:
+    """`decided` (the shortcut's question) answers what `authorize` would, or None until the
+    cluster's policy is loaded; an RBAC write makes it None again until the next load."""
+    attrs = _list_namespaces("d")
+    assert reg.policy.decided(attrs) is None
+    assert not (await reg.policy.authorize(attrs)).allowed
+    decided = reg.policy.decided(attrs)
+    assert decided is not None and not decided.allowed
+    await _bind(reg, "d", "alice-access", "system:kcp:workspace:access")
+    await _bind(reg, "d", "alice-view", "view")
+    await _allowed(reg, attrs, wanted=True)
+    async with asyncio.timeout(2):  # a load that raced the bindings' events is not kept
+        while (decided := reg.policy.decided(attrs)) is None:
+            await reg.policy.authorize(attrs)
+            await asyncio.sleep(0.005)
+    assert decided.allowed
+    masters = rbac.Attributes(
+        users.UserInfo("root", ("system:masters",)), "delete", cluster="e", resource="pods"
+    )
+    decided = reg.policy.decided(masters)  # nothing to load for system:masters
+    assert decided is not None and decided.allowed

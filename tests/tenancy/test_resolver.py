@@ -42,7 +42,13 @@ async def test_caches_fill_on_use_and_empty_on_deletion(
     assert team["spec"]["URL"] == "https://example.test/clusters/root:org:team"
     mine = {org["spec"]["cluster"], team["spec"]["cluster"]}
 
+    # Without a wait only what the caches hold resolves: names, and paths once resolved.
+    assert resolver.resolved("root:org:team") is None
+    assert resolver.resolved("team-a") == "team-a"
     assert await resolver.resolve("root:org:team") == team["spec"]["cluster"]
+    assert resolver.resolved("root:org:team") == team["spec"]["cluster"]
+    assert resolver.resolved("root:org") == org["spec"]["cluster"]
+    assert resolver.resolved("root:org:other") is None
     assert await resolver.resolve("root:org") == org["spec"]["cluster"]
     assert await resolver.resolve("team-a") == "team-a"  # a name is used as it is
     assert mine <= resolver.cached_clusters()
@@ -60,6 +66,7 @@ async def test_caches_fill_on_use_and_empty_on_deletion(
         return not mine & resolver.cached_clusters()
 
     await until(forgotten)
+    assert resolver.resolved("root:org:team") is None
     with pytest.raises(errors.StatusError) as missing:
         await resolver.resolve("root:org:team")
     assert missing.value.code == 404
