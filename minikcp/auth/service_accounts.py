@@ -22,10 +22,11 @@ from cryptography.hazmat.primitives.asymmetric.utils import (
     encode_dss_signature,
 )
 
+from minikcp.apis import catalog
 from minikcp.auth import pki
 from minikcp.machinery import rbac, users
 from minikcp.registry import rbac_policy, registry, token_requests
-from minikcp.registry.objects import RequestContext
+from minikcp.registry.objects import RequestContext, StoredObject
 
 _HEADER = {"alg": "ES256", "typ": "JWT"}
 _LEEWAY_SECONDS = 60  # clock skew accepted on exp/nbf, as upstream's validator
@@ -131,14 +132,40 @@ def is_service_account(user: users.UserInfo) -> bool:
 async def account_exists(reg: registry.Registry, user: users.UserInfo) -> bool:
     """A token of a deleted (or deleted and re-created) ServiceAccount is refused, as upstream's
     validator compares the account's uid with the token's."""
+    account = _account(user)
+    if account is None:
+        return True
+    cluster, namespace, name = account
+    found = await reg.store(_service_accounts(reg)).find(
+        RequestContext(cluster=cluster), namespace, name
+    )
+    return found is not None and _is_the_account(found, user)
+
+
+def account_exists_now(reg: registry.Registry, user: users.UserInfo) -> bool | None:
+    """`account_exists` answered from the store's memory; None when the store must be asked."""
+    account = _account(user)
+    if account is None:
+        return True
+    found = reg.store(_service_accounts(reg)).shared_in_memory(*account)
+    return None if found is None else _is_the_account(found, user)
+
+
+def _account(user: users.UserInfo) -> tuple[str, str, str] | None:
+    """The (cluster, namespace, name) of the account a ServiceAccount token names."""
     home = user.extra.get(rbac_policy.CLUSTER_NAME_EXTRA)
     if not home or not user.name.startswith(rbac.SERVICE_ACCOUNT_PREFIX):
-        return True
+        return None
     namespace, _, name = user.name[len(rbac.SERVICE_ACCOUNT_PREFIX) :].partition(":")
+    return home[0], namespace, name
+
+
+def _service_accounts(reg: registry.Registry) -> catalog.ResourceType:
     rt = reg.catalog.by_resource("", "v1", "serviceaccounts")
     assert rt is not None
-    found = await reg.store(rt).find(RequestContext(cluster=home[0]), namespace, name)
-    if found is None:
-        return False
+    return rt
+
+
+def _is_the_account(found: StoredObject, user: users.UserInfo) -> bool:
     meta = found.stored_view().get("metadata") or {}
     return bool(meta.get("uid") == user.uid and not meta.get("deletionTimestamp"))

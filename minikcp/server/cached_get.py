@@ -5,8 +5,8 @@ memory, the observer's metrics), without the coroutines and the request and resp
 aiohttp's path.
 
 Whatever is not the plain case is left to the handler, which then answers it as always: a query,
-an `Expect`, impersonation, no credentials or refused ones, a ServiceAccount (its account is
-checked in the store), a cluster path or RBAC policy not cached, bound APIs (their export's
+an `Expect`, impersonation, no credentials or refused ones, a ServiceAccount whose account is not
+in memory or not the token's, a cluster path or RBAC policy not cached, bound APIs (their export's
 maximal permission policy), an object not in memory, a Table, a client's own Audit-ID, auditing
 and Server-Timing (not installed then)."""
 
@@ -21,10 +21,10 @@ from aiohttp.http import SERVER_SOFTWARE
 from aiohttp.http_parser import RawRequestMessage
 
 from minikcp.auth import authn, authorizer, impersonation, service_accounts
-from minikcp.machinery import errors, request_info, users
+from minikcp.machinery import audit_events, errors, request_info, users
 from minikcp.registry import registry
 from minikcp.server import encoding, observe, resources
-from minikcp.server.read_protocol import Transport
+from minikcp.server.read_protocol import Connection
 
 # `/clusters/<name-or-path>` -> the logical cluster name, when known without a wait.
 ResolveNow = Callable[[str], str | None]
@@ -52,7 +52,7 @@ class CachedGet:
         self._resources = resource_handler
         self._observer = observer
 
-    def answer(self, message: RawRequestMessage, transport: Transport) -> bytes | None:
+    def answer(self, message: RawRequestMessage, connection: Connection) -> bytes | None:
         """The whole response (status line, headers, body) to a GET, or None: the handler's."""
         started = time.perf_counter()
         url = message.url
@@ -76,7 +76,7 @@ class CachedGet:
             or info.cluster == request_info.WILDCARD_CLUSTER
         ):
             return None
-        user = self._authenticated(headers.get("Authorization"), transport)
+        user = self._authenticated(headers.get("Authorization"), connection.peer_certificate())
         if user is None:
             return None
         authenticated = time.perf_counter()
@@ -98,8 +98,8 @@ class CachedGet:
         if obj is None:
             return None
         body = encoding.object_response_bytes(obj)
-        audit_id = observe.audit_id_of(headers)
-        head = _HEAD.format(audit_id, len(body), rfc822_formatted_time())
+        # A client's own Audit-ID took the handler's path: this one is new.
+        head = _HEAD.format(audit_events.new_audit_id(), len(body), rfc822_formatted_time())
         if self._observer is not None:
             self._observer.answered_at_once(
                 info, user, authenticated - started, time.perf_counter() - started
@@ -107,20 +107,22 @@ class CachedGet:
         return head.encode() + body
 
     def _authenticated(
-        self, authorization: str | None, transport: Transport
+        self, authorization: str | None, peer: bytes | None
     ) -> users.UserInfo | None:
         """The user, when authenticating needs no wait and succeeds (app._authenticate)."""
-        peer: bytes | None = None
-        tls = transport.get_extra_info("ssl_object")
-        if tls is not None:
-            peer = tls.getpeercert(binary_form=True)
         if not peer and authorization is None:
             return None  # anonymous, or the dashboard's cookie
         try:
             user = self._authenticator.authenticate(authorization=authorization, peer_der=peer)
         except errors.StatusError:
             return None
-        if user is authn.ANONYMOUS or service_accounts.is_service_account(user):
+        if user is authn.ANONYMOUS:
+            return None
+        # A ServiceAccount's account must still be the one its token was issued for.
+        if (
+            service_accounts.is_service_account(user)
+            and service_accounts.account_exists_now(self._registry, user) is not True
+        ):
             return None
         return user
 

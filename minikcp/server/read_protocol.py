@@ -35,8 +35,15 @@ class Transport(Protocol):
     def write(self, data: bytes) -> None: ...
 
 
-# A parsed GET -> its whole response, or None for aiohttp's path.
-Answer = Callable[[RawRequestMessage, Transport], bytes | None]
+class Connection(Protocol):
+    def peer_certificate(self) -> bytes | None:
+        """The client's TLS certificate (DER), if it sent one."""
+        ...
+
+
+# A parsed GET on a connection -> its whole response, or None for aiohttp's path.
+Answer = Callable[[RawRequestMessage, Connection], bytes | None]
+_UNREAD = b"unread"
 
 
 class _Outbox:
@@ -61,7 +68,7 @@ class _Outbox:
 
 
 class AnsweringRequestHandler(RequestHandler):
-    __slots__ = ("_answer", "_outbox")
+    __slots__ = ("_answer", "_outbox", "_peer")
 
     def __init__(
         self, manager: web.Server, *, answer: Answer, outbox: _Outbox, **kwargs: Any
@@ -69,6 +76,17 @@ class AnsweringRequestHandler(RequestHandler):
         super().__init__(manager, **kwargs)
         self._answer = answer
         self._outbox = outbox
+        self._peer: bytes | None = _UNREAD
+
+    def peer_certificate(self) -> bytes | None:
+        # Read once: a connection's certificate cannot change (Python's TLS refuses
+        # renegotiation), and encoding it is a measurable part of a GET.
+        peer = self._peer
+        if peer is _UNREAD:
+            transport = self.transport
+            tls = transport.get_extra_info("ssl_object") if transport is not None else None
+            peer = self._peer = tls.getpeercert(binary_form=True) if tls is not None else None
+        return peer
 
     def data_received(self, data: bytes) -> None:
         waiter = self._waiter
@@ -118,7 +136,7 @@ class AnsweringRequestHandler(RequestHandler):
         ):
             return None
         try:
-            response = self._answer(message, transport)
+            response = self._answer(message, self)
         except Exception:  # the handler's path answers it, as a Status
             logger.exception("answering GET %s at once", message.path)
             return None

@@ -15,6 +15,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.e2e import tenants
+from tests.e2e.kubectl_runner import Kubectl
 from tests.server_process import ServerProcess
 
 pytestmark = pytest.mark.e2e
@@ -233,3 +234,31 @@ def test_what_it_cannot_decide_the_handler_answers(token_server: ServerProcess) 
         ((status, _, body),) = _exchange(tls, _request("GET", path, **{"Impersonate-User": "dave"}))
         assert status.startswith("HTTP/1.1 403")
         assert 'User \\"dave\\" cannot get resource \\"configmaps\\"' in body.decode()
+
+
+def test_a_service_account_token_is_answered_while_its_account_is_the_same(
+    server: ServerProcess, kubectl: Kubectl
+) -> None:
+    """A ServiceAccount's GETs take the shortcut while its account is in memory and the one the
+    token names; a token of a deleted and re-created account is refused (by the handler)."""
+    path = _configmap(server, kubectl.cluster, "for-robots", "r")
+    kubectl("create", "serviceaccount", "robot")
+    kubectl(
+        "create",
+        "rolebinding",
+        "robot-view",
+        "--clusterrole=view",
+        "--serviceaccount=default:robot",
+    )
+    token = {"Authorization": "Bearer " + kubectl("create", "token", "robot").stdout.strip()}
+    answered_before = _metric(server, ANSWERED)
+    with _connection(server, as_admin=False) as tls:
+        statuses = [_exchange(tls, _request("GET", path, **token))[0][0] for _ in range(4)]
+    assert statuses == ["HTTP/1.1 200 OK"] * 4
+    assert _metric(server, ANSWERED) - answered_before >= 1
+
+    kubectl("delete", "serviceaccount", "robot")
+    kubectl("create", "serviceaccount", "robot")
+    with _connection(server, as_admin=False) as tls:
+        ((status, _, body),) = _exchange(tls, _request("GET", path, **token))
+    assert status.startswith("HTTP/1.1 401"), body
