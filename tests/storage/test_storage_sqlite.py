@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import random
 import sqlite3
 import subprocess
 import sys
@@ -239,7 +240,6 @@ async def test_point_reads_agree_with_the_file_under_concurrent_writes(tmp_path:
     # Point reads are served from memory for keys with no write on its way. Many writers race
     # on few keys (creates, compare-and-swap updates, deletes, prefix deletions) while readers
     # read: no read may go back in time, and once writes settle every read is the file's row.
-    import random
 
     rng = random.Random(7)
     names = [K + str(n) for n in range(6)]
@@ -256,19 +256,7 @@ async def test_point_reads_agree_with_the_file_under_concurrent_writes(tmp_path:
             seen[key] = item.mod_rev
 
     async def write(key: str) -> None:
-        choice = rng.random()
-        current = await store.get(key)
-        try:
-            if current is None:
-                await store.create(key, rng.randbytes(4))
-            elif choice < 0.6:
-                await store.update(key, rng.randbytes(4), expected_mod_rev=current.mod_rev)
-            elif choice < 0.95:
-                await store.delete(key, expected_mod_rev=current.mod_rev)
-            else:
-                await store.delete_prefix(K)
-        except (errors.KeyExists, errors.Conflict, errors.NotFound):
-            pass
+        await _random_write(store, rng, key, size=4)
         await read(key)
 
     async with await sqlite.SqliteStorage.open(path) as store:
@@ -318,25 +306,12 @@ async def test_events_hold_the_previous_value_the_store_already_holds(tmp_path: 
 async def test_previous_values_follow_the_history_under_concurrent_writes(tmp_path: Path) -> None:
     # Every event's previous value and revision are those of the key's event before it, whether
     # the bytes came from memory or from the file, under racing creates, updates and deletions.
-    import random
 
     rng = random.Random(11)
     names = [K + str(n) for n in range(5)]
 
     async def write(key: str) -> None:
-        current = await store.get(key)
-        choice = rng.random()
-        try:
-            if current is None:
-                await store.create(key, rng.randbytes(6))
-            elif choice < 0.6:
-                await store.update(key, rng.randbytes(6), expected_mod_rev=current.mod_rev)
-            elif choice < 0.95:
-                await store.delete(key, expected_mod_rev=current.mod_rev)
-            else:
-                await store.delete_prefix(K)
-        except (errors.KeyExists, errors.Conflict, errors.NotFound):
-            pass
+        await _random_write(store, rng, key, size=6)
 
     async with await sqlite.SqliteStorage.open(tmp_path / "store.db") as store:
         events = store.events_since(0)
@@ -358,3 +333,23 @@ async def test_previous_values_follow_the_history_under_concurrent_writes(tmp_pa
                 if event.value is not None:
                     last[event.key] = (event.value, event.create_rev, event.revision)
         assert checked > 100
+
+
+async def _random_write(
+    store: sqlite.SqliteStorage, rng: random.Random, key: str, *, size: int
+) -> None:
+    """A create where the key is free, else mostly an update, sometimes a deletion of it or of
+    everything; losing a race to another writer is expected."""
+    current = await store.get(key)
+    choice = rng.random()
+    try:
+        if current is None:
+            await store.create(key, rng.randbytes(size))
+        elif choice < 0.6:
+            await store.update(key, rng.randbytes(size), expected_mod_rev=current.mod_rev)
+        elif choice < 0.95:
+            await store.delete(key, expected_mod_rev=current.mod_rev)
+        else:
+            await store.delete_prefix(K)
+    except (errors.KeyExists, errors.Conflict, errors.NotFound):
+        pass
