@@ -33,11 +33,9 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-import aiohttp
-
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.workspace_bench import Api, _not_ready, _pool
+from bench.workspace_bench import _not_ready, _pool, bench_workspace
 from tests import server_process
 
 
@@ -88,14 +86,8 @@ async def _sample(pid: int, out: Path, number: int) -> dict[str, Any]:
 
 
 async def _create(server: server_process.ServerProcess, out: Path, orgs: int, teams: int) -> int:
-    connector = aiohttp.TCPConnector(ssl=server.ssl_context(), limit=36)
-    headers = {"Content-Type": "application/json", "Accept": "application/json"}
-    async with aiohttp.ClientSession(connector=connector, headers=headers) as session:
-        api = Api(session, server.base_url)
+    async with bench_workspace(server, 36) as api:
         pid = server.process.pid
-        await api.create_workspace("root", "bench")
-        await api.call("GET", "/clusters/root:bench/api/v1/namespaces/default/configmaps")
-        await asyncio.sleep(1.0)
         await _sample(pid, out, 1)
         await _pool([("root:bench", f"org{i}") for i in range(orgs)], 32, api)
         jobs = [(f"root:bench:org{i}", f"team{j}") for i in range(orgs) for j in range(teams)]
