@@ -152,10 +152,16 @@ async def reconcile(ctx: Context, w: TargetWorker, key: ItemKey) -> float | None
             w.errors[key] = f"{synced.rt.kind} {dns}/{name} exists downstream and is not ours"
             ctx.status_soon(key)
             return 30.0
-    if live is not None and translate.needs_apply(desired, live):
+    if live is None or translate.needs_apply(desired, live):
+        # The informer may not have heard of a proxy write yet, a create's included: the
+        # target itself says whether it holds this already.
         args = (ctx.registry, w.client, path, cluster, namespace, live)
         live = await proxy_writes.live_in_proxy_mode(*args)
-        if live is not None and translate.awaits_upstream_write(live, time.time()):
+        if (
+            live is not None
+            and translate.needs_apply(desired, live)
+            and translate.awaits_upstream_write(live, time.time())
+        ):
             return 1.0  # a proxy write is ahead of upstream a moment; its upstream write follows
     if translate.needs_apply(desired, live):
         try:

@@ -154,6 +154,35 @@ def test_create_is_downstream_before_kubectl_returns(
     )
 
 
+def test_each_create_is_one_write_downstream(
+    up: ServerProcess, down: ServerProcess, cluster: str
+) -> None:
+    """The syncer hears of an upstream create as soon as its informer hears of the proxy's
+    downstream write, often sooner: either way it finds the copy in place and writes nothing."""
+    dns = _solo(up, down, cluster)
+    path = f"/clusters/{cluster}/api/v1/namespaces/shop/configmaps"
+    before = _applies(down, "configmaps")
+    names = [f"burst-{i}" for i in range(40)]
+
+    def create(name: str) -> int:
+        body = {"metadata": {"name": name}, "data": {"n": name}}
+        return up.request("POST", path, json.dumps(body).encode(), headers=JSON)[0]
+
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        assert set(pool.map(create, names)) == {201}
+    finalizer = env.target_ref(up, cluster, "solo").finalizer
+
+    def all_taken() -> bool:
+        items = env.get(up, cluster, "-n", "shop", "configmaps")["items"]
+        return sum(finalizer in (i["metadata"].get("finalizers") or ()) for i in items) == 40
+
+    env.eventually(all_taken, what="the syncer's finalizer on every configmap")
+    time.sleep(2.0)  # a probe interval and more: any second write would have happened
+    assert _applies(down, "configmaps") - before == len(names)
+    for name in names[::13]:
+        assert _held(down, dns, "configmap", name)["data"] == {"n": name}
+
+
 def test_quota_refusal_downstream_is_the_upstream_answer(
     up: ServerProcess, down: ServerProcess, cluster: str
 ) -> None:
