@@ -77,9 +77,12 @@ class BulkWatch:
 
     async def __aexit__(self, *exc: object) -> None:
         if self._task is not None:
+            # Not `suppress(CancelledError)`: that would swallow the caller's own cancellation.
             self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            await asyncio.wait((self._task,))
+            failure = None if self._task.cancelled() else self._task.exception()
+            if failure is not None:
+                raise failure
         if self._session is not None:
             await self._session.close()
             # The WebSocket's TLS connection closes in the background (aiohttp's advice for a

@@ -324,7 +324,8 @@ class PolicyStore:
             try:
                 return await asyncio.shield(pending)
             except asyncio.CancelledError:
-                if not pending.cancelled():
+                current = asyncio.current_task()
+                if not pending.cancelled() or (current is not None and current.cancelling()):
                     raise  # this request was cancelled
                 # The request that was loading went away (or failed): load here instead.
         epoch = self._epoch

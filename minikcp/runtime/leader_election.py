@@ -20,7 +20,6 @@ process resumed after SIGSTOP runs whatever is ready before its timers).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import datetime
 import logging
 import random
@@ -28,6 +27,8 @@ import time
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, Protocol
+
+from minikcp.runtime import cancellation
 
 logger = logging.getLogger(__name__)
 
@@ -323,10 +324,7 @@ class LeaderElector:
                     )
                     break
         finally:
-            worker.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await worker
-        failure = None if worker.cancelled() else worker.exception()
+            failure = await cancellation.cancel_and_wait(worker)
         if failure is not None:
             raise failure
         if self.leading:

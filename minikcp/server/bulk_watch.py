@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -39,6 +38,7 @@ from aiohttp import WSMsgType, web
 from minikcp.apis import catalog, printer_base
 from minikcp.machinery import errors, list_options, request_info, users
 from minikcp.registry import objects, watching
+from minikcp.runtime import cancellation
 from minikcp.server import encoding, observe, resources
 
 log = logging.getLogger(__name__)
@@ -214,9 +214,9 @@ class _Connection:
         if op == "unsubscribe":
             task = self._subscriptions.pop(sub_id, None)
             if task is not None:
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+                failure = await cancellation.cancel_and_wait(task)
+                if failure is not None:
+                    raise failure
                 self._send(head + b'"type":"CLOSED"}')
             return
         if op != "subscribe":

@@ -350,7 +350,7 @@ async def live_in_proxy_mode(
     path: str,
     cluster: str,
     namespace: str,
-    cached: dict[str, Any],
+    cached: dict[str, Any] | None,
 ) -> dict[str, Any] | None:
     """The syncer's view of a downstream object it is about to write: in a proxy namespace the
     target as it is now (a proxy write may be ahead of the syncer's informer, and need not be

@@ -23,7 +23,7 @@ from minikcp.machinery import errors, list_options
 from minikcp.registry import fencing, system_fields, watching
 from minikcp.registry import registry as upstream_registry
 from minikcp.registry.objects import RequestContext, StoredObject
-from minikcp.runtime import leader_election, supervise
+from minikcp.runtime import cancellation, leader_election, supervise
 from minikcp.syncer import (
     api_negotiation,
     detach,
@@ -495,9 +495,9 @@ class Syncer:
             return
         for task in (running.detaching, running.task):
             if task is not None and task is not asyncio.current_task():
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+                failure = await cancellation.cancel_and_wait(task)
+                if failure is not None:
+                    raise failure
         running.worker.queue.close()
         running.worker.upsync_queue.close()
         if close:

@@ -165,3 +165,29 @@ async def test_writes_are_refused_once_the_fence_fails(tmp_path: Path) -> None:
         )
         found = await store.find(RequestContext("root"), "default", "after-loss")
         assert found is None
+
+
+async def test_a_shutdown_while_handing_the_lease_back_ends_the_elector(tmp_path: Path) -> None:
+    """A cancellation that arrives while the elector waits for its work to stop (after handing
+    the lease back) ends it: it does not go on to acquire again."""
+    async with open_registry(tmp_path, registry.Registry.run) as reg:
+        hand_back = False
+        stopping = asyncio.Event()
+
+        async def slow_to_stop(holding: fencing.Holding) -> None:
+            try:
+                await asyncio.Event().wait()
+            finally:
+                stopping.set()
+                await asyncio.sleep(0.5)  # a worker closing its connections
+
+        lock = leases.RegistryLeaseLock(reg, "test-lease")
+        a = le.LeaderElector(lock, "a", "a", TIMING, should_release=lambda: hand_back)
+        task = asyncio.create_task(a.run(slow_to_stop))
+        await until(a.holding)
+        hand_back = True
+        await stopping.wait()
+        task.cancel()  # the server shuts down meanwhile
+        done, _ = await asyncio.wait((task,), timeout=2.0)
+        assert task in done and task.cancelled()
+        assert (await lease(reg))["spec"]["holderIdentity"] == ""
