@@ -137,6 +137,10 @@ class ServerProcess:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+                # Shown with the failing test's output: what held the shutdown (the server names
+                # the tasks still running 5 s after it began).
+                tail = self.log()[-6000:]
+                print(f"minikcp :{self.port} ignored SIGTERM for 15 s; its log ends:\n{tail}")
         return self.process.returncode
 
     def log(self) -> str:

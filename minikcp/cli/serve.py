@@ -22,7 +22,7 @@ from minikcp.auth import authn, pki, service_accounts, tls, token_file
 from minikcp.cli import components, kubeconfigs, replication, state_metrics
 from minikcp.machinery import audit_policy, rbac, users
 from minikcp.registry import pod_streams, registry, token_requests
-from minikcp.runtime import audit_log, leader_election, metrics
+from minikcp.runtime import audit_log, cancellation, leader_election, metrics
 from minikcp.server import app as server_app
 from minikcp.server import observe
 from minikcp.simulator import kubelet_streams
@@ -72,6 +72,8 @@ class ServeOptions:
 
 
 MAX_HEADER_BYTES = 1 << 20
+# Components get this long to end after a shutdown's cancellation before those left are named.
+_SHUTDOWN_REPORT_AFTER = 5.0
 
 
 class StartupError(Exception):
@@ -210,6 +212,7 @@ async def serve(options: ServeOptions) -> None:
     observer, audit_writer = _observer(options)
 
     store = await open_storage(options)
+    stragglers: asyncio.TimerHandle | None = None
     try:
         hub = storage_hub.WatchHub(
             store,
@@ -323,10 +326,13 @@ async def serve(options: ServeOptions) -> None:
             await runner.cleanup()
             for task in (*background, hub_task):
                 task.cancel()
+            stragglers = cancellation.report_stragglers(_SHUTDOWN_REPORT_AFTER, logger)
     except* StartupError as group:
         raise group.exceptions[0] from None
     except* leader_election.IdentityTaken as group:
         raise StartupError(str(group.exceptions[0])) from None
     finally:
+        if stragglers is not None:
+            stragglers.cancel()
         with contextlib.suppress(Exception):
             await store.close()
