@@ -111,6 +111,17 @@ class App:
     cached_get: cached_get.CachedGet | None
 
 
+class _Request(web.Request):
+    """aiohttp's request that gives a response its Audit-Id as aiohttp prepares it: the
+    streams handlers start themselves, those of other layers included (pods/log, exec,
+    attach). A response a handler returns has it from the observer already (a
+    `CompleteResponse` skips this hook)."""
+
+    async def _prepare_hook(self, response: web.StreamResponse) -> None:
+        if observe.AUDIT_ID_HEADER not in response.headers:
+            response.headers[observe.AUDIT_ID_HEADER] = observe.audit_id(self)
+
+
 def http_server(app: App, **protocol_options: Any) -> web.Server:
     """aiohttp's low-level server around the one handler: every request goes to it, so the
     Application's router, match info and middleware chain would be per-request cost for nothing.
@@ -125,7 +136,7 @@ def http_server(app: App, **protocol_options: Any) -> web.Server:
         writer: AbstractStreamWriter,
         task: asyncio.Task[None],
     ) -> web.Request:
-        return web.Request(
+        return _Request(
             message,
             payload,
             protocol,

@@ -39,7 +39,7 @@ from minikcp.apis import catalog, printer_base
 from minikcp.machinery import errors, list_options, request_info, users
 from minikcp.registry import objects, watching
 from minikcp.runtime import cancellation
-from minikcp.server import encoding, observe, resources
+from minikcp.server import encoding, resources
 
 log = logging.getLogger(__name__)
 
@@ -133,7 +133,6 @@ class BulkWatchHandler:
         )
         if not ws.can_prepare(request).ok:
             raise errors.bad_request("a bulk watch is a WebSocket: send a GET with Upgrade")
-        ws.headers[observe.AUDIT_ID_HEADER] = observe.audit_id(request)
         await ws.prepare(request)
         connection = _Connection(ws, self, default_cluster, admit)
         await connection.serve()

@@ -134,9 +134,9 @@ class Observer:
 
         async def observed(request: web.Request) -> web.StreamResponse:
             start = perf_counter()
-            # The client's own ID as it sent it (no truncation), else a new one.
-            audit_id = audit_id_of(request.headers)
-            request[_AUDIT_ID] = audit_id
+            # The client's own ID as it sent it (no truncation), else a new one. A response
+            # its handler prepared itself (a stream) has it from `app._Request`.
+            audit_id = request[_AUDIT_ID] = audit_id_of(request.headers)
             kind = 0 if request.method in ("GET", "HEAD") else 1  # readOnly, mutating
             inflight[kind] += 1
             try:
@@ -276,7 +276,7 @@ def audit_id_of(headers: Mapping[str, str]) -> str:
 
 
 def audit_id(request: web.Request) -> str:
-    """The request's audit ID, for a response its handler starts itself (a watch)."""
+    """The request's audit ID (the observer's wrapper chose it), for its response's headers."""
     try:
         found: str = request[_AUDIT_ID]
     except KeyError:  # served without the observer's wrapper

@@ -13,7 +13,7 @@ from aiohttp import web
 from minikcp.apis import catalog
 from minikcp.machinery import errors, list_options, request_info, users
 from minikcp.registry import objects, patching, pod_streams, registry, scale
-from minikcp.server import encoding, observe, table_rows, watch_stream
+from minikcp.server import encoding, table_rows, watch_stream
 from minikcp.server.complete_response import CompleteResponse
 
 _FIELD_VALIDATION = ("Strict", "Warn", "Ignore")
@@ -310,9 +310,7 @@ class ResourceHandler:
             return web.Response(status=200, content_type=encoding.JSON)
         batches = self.registry.watch_batches(rt, ctx, namespace, opts)
         # Past option parsing, errors travel in the stream as ERROR events (as upstream).
-        response = web.StreamResponse(
-            status=200, headers={observe.AUDIT_ID_HEADER: observe.audit_id(request)}
-        )
+        response = web.StreamResponse(status=200)
         response.content_type = encoding.JSON
         try:
             # Chunked over HTTP/1.1; over HTTP/1.0 the stream ends with the connection.

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import time
 from collections.abc import Iterator
@@ -83,6 +84,10 @@ def test_kubectl_logs_lines_tail_timestamps_and_limit(kubectl: Kubectl) -> None:
     assert kubectl("logs", name, "--limit-bytes=9").stdout == lines[0][:9]
     # Same lines on every read: the log is deterministic.
     assert kubectl("logs", name).stdout.splitlines() == lines
+    # The stream carries its request's Audit-Id, as every response does.
+    log_path = kubectl.path("v1", "pods", name) + "/log?tailLines=1"
+    status, headers, body = kubectl.server.request("GET", log_path, headers={"Audit-ID": "log-1"})
+    assert (status, headers.get("Audit-Id"), body.decode()) == (200, "log-1", lines[-1] + "\n")
 
 
 def test_kubectl_logs_errors_as_upstream(kubectl: Kubectl) -> None:
@@ -176,6 +181,8 @@ def test_kubectl_exec_shows_the_simulator_error(kubectl: Kubectl) -> None:
     attach = kubectl("attach", name, check=False)
     assert attach.returncode == 1
     assert f"cannot attach to container nginx of pod {name}" in attach.stderr
+    verbose = kubectl("exec", name, "-v=8", "--", "ls", check=False)
+    assert re.search(r"Audit-Id: [0-9a-f-]{36}", verbose.stderr), verbose.stderr
 
 
 def test_port_forward_is_refused_with_the_reason(kubectl: Kubectl) -> None:
