@@ -104,7 +104,29 @@ class Metrics:
         self.storage = StorageStats()
         registry.register(_StorageCollector(self.storage))
         self.authentication = AuthenticationStats()
-        registry.register(_AuthenticationDurations(self.authentication))
+        registry.register(
+            _FilterDurations(
+                self.authentication,
+                "authentication_duration_seconds",
+                "Authentication duration in seconds broken out by result.",
+                None,  # its counters keep upstream's names without `_total`: `exposition`
+            )
+        )
+        # What the authorization filter records (recordAuthorizationMetrics): allowed, or
+        # no-opinion when no rule allows (RBAC never denies), or error.
+        self.authorization = FilterStats()
+        registry.register(
+            _FilterDurations(
+                self.authorization,
+                "authorization_duration_seconds",
+                "Authorization duration in seconds broken out by result.",
+                (
+                    "authorization_attempts",
+                    "Counter of authorization attempts broken down by result. It can be either "
+                    "'allowed', 'denied', 'no-opinion' or 'error'.",
+                ),
+            )
+        )
 
     def observe_request(self, labels: RequestLabels, code: int, seconds: float) -> None:
         series = self._series.get(labels)
@@ -131,23 +153,37 @@ class Metrics:
         return generate_latest(self.registry) + self.authentication.counters()
 
 
-class AuthenticationStats:
-    """What the authentication filter records of every request (filters/metrics.go
-    recordAuthenticationMetrics): attempts and their duration by result, and authenticated
-    requests by a coarse kind of user name; plain numbers, exported on scrape."""
+class FilterStats:
+    """Attempts of one request filter by result, and their durations (filters/metrics.go:
+    ExponentialBuckets(0.001, 2, 15)); plain numbers, exported on scrape."""
 
     def __init__(self) -> None:
         self.durations: dict[str, _RequestSeries] = {}  # result -> durations (codes unused)
-        self.users: dict[str, int] = {}  # compress_username -> requests
 
-    def observe(self, result: str, username: str | None, seconds: float) -> None:
-        """One attempt: `result` success, failure (no credentials any authenticator took) or
-        error (credentials refused); `username` the user's name on success."""
+    def observe(self, result: str, seconds: float) -> None:
         series = self.durations.get(result)
         if series is None:
             series = self.durations[result] = _RequestSeries(len(AUTHENTICATION_DURATION_BUCKETS))
         series.buckets[bisect.bisect_left(AUTHENTICATION_DURATION_BUCKETS, seconds)] += 1
         series.sum += seconds
+
+    def attempts(self) -> dict[str, int]:
+        return {result: sum(s.buckets) for result, s in self.durations.items()}
+
+
+class AuthenticationStats(FilterStats):
+    """What the authentication filter records of every request (recordAuthenticationMetrics):
+    attempts and their duration by result, and authenticated requests by a coarse kind of
+    user name."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.users: dict[str, int] = {}  # compress_username -> requests
+
+    def authenticated(self, result: str, username: str | None, seconds: float) -> None:
+        """One attempt: `result` success, failure (no credentials any authenticator took) or
+        error (credentials refused); `username` the user's name on success."""
+        self.observe(result, seconds)
         if username is not None:
             kind = compress_username(username)
             self.users[kind] = self.users.get(kind, 0) + 1
@@ -155,7 +191,7 @@ class AuthenticationStats:
     def counters(self) -> bytes:
         """authentication_attempts and authenticated_user_requests in the text format. Their
         upstream names have no `_total`, which prometheus_client would add to a counter's."""
-        attempts = {result: sum(s.buckets) for result, s in self.durations.items()}
+        attempts = self.attempts()
         return _counter_text(
             "authentication_attempts", "Counter of authenticated attempts.", "result", attempts
         ) + _counter_text(
@@ -188,16 +224,25 @@ def _counter_text(name: str, documentation: str, label: str, values: Mapping[str
     return "".join(lines).encode()
 
 
-class _AuthenticationDurations(Collector):
-    def __init__(self, stats: AuthenticationStats) -> None:
+class _FilterDurations(Collector):
+    """A filter's `<name>` histogram by result, and with `attempts` its attempts counter."""
+
+    def __init__(
+        self, stats: FilterStats, name: str, documentation: str, attempts: tuple[str, str] | None
+    ) -> None:
         self._stats = stats
+        self._name = name
+        self._documentation = documentation
+        self._attempts = attempts
 
     def collect(self) -> Iterator[Metric]:
-        duration = HistogramMetricFamily(
-            "authentication_duration_seconds",
-            "Authentication duration in seconds broken out by result.",
-            labels=("result",),
-        )
+        if self._attempts is not None:
+            name, documentation = self._attempts
+            counter = CounterMetricFamily(name, documentation, labels=("result",))
+            for result, count in sorted(self._stats.attempts().items()):
+                counter.add_metric([result], count)
+            yield counter
+        duration = HistogramMetricFamily(self._name, self._documentation, labels=("result",))
         for result, series in sorted(self._stats.durations.items()):
             cumulative, buckets = 0, []
             for bound, count in zip(_AUTHENTICATION_BOUNDS, series.buckets, strict=True):

@@ -198,14 +198,18 @@ def build_app(
         if user is not authn.ANONYMOUS:  # who may not get further learns nothing of paths
             info = await _logical_cluster(info, user, resolve_cluster)
             if impersonation.requested(request.headers) and not bulk:
-                user = await impersonation.impersonate(
-                    reg.policy, info.cluster, user, request.headers
-                )
+                try:
+                    user = await impersonation.impersonate(
+                        reg.policy, info.cluster, user, request.headers
+                    )
+                except errors.StatusError:
+                    observe.refused_by_impersonation(request)
+                    raise
         if observer is not None:
             observer.received(request, info, authenticated, None if user is authenticated else user)
         if bulk:
             return await _bulk_watch(request, info, authenticated)
-        await _authorize(reg, info, user, query)
+        await _authorize_request(request, reg, info, user, query)
         if info.is_resource_request:
             if observer is not None and _long_running(info, watch):
                 with observer.long_running(request, info):
@@ -346,6 +350,30 @@ async def _session_user(
     if user is None:
         raise authn.UNAUTHORIZED
     return user
+
+
+async def _authorize_request(
+    request: web.Request,
+    reg: registry.Registry,
+    info: request_info.RequestInfo,
+    user: users.UserInfo,
+    query: Mapping[str, str],
+) -> None:
+    """`_authorize`, its outcome left for the observer's authorization metrics (an anonymous
+    request refused with 401 is authentication's failure, not an authorization)."""
+    if user is authn.ANONYMOUS and not authorizer.always_allowed(info):
+        raise authn.UNAUTHORIZED
+    started = time.perf_counter()
+    try:
+        await _authorize(reg, info, user, query)
+    except errors.StatusError as exc:
+        refused = observe.NO_OPINION if exc.code == 403 else observe.ERROR
+        observe.authorized(request, refused, started)
+        raise
+    except Exception:
+        observe.authorized(request, observe.ERROR, started)
+        raise
+    observe.authorized(request, observe.ALLOWED, started)
 
 
 async def _authorize(

@@ -85,8 +85,10 @@ class CachedGet:
             return None
         if cluster != info.cluster:
             info = dataclasses.replace(info, cluster=cluster)
+        resolved = time.perf_counter()
         if not self._allowed(info, user):
             return None
+        authorized = time.perf_counter()
         try:
             rt = self._resources.resource_type(info)
         except errors.StatusError:
@@ -102,7 +104,11 @@ class CachedGet:
         head = _HEAD.format(audit_events.new_audit_id(), len(body), rfc822_formatted_time())
         if self._observer is not None:
             self._observer.answered_at_once(
-                info, user, authenticated - started, time.perf_counter() - started
+                info,
+                user,
+                authenticated - started,
+                authorized - resolved,
+                time.perf_counter() - started,
             )
         return head.encode() + body
 

@@ -23,6 +23,10 @@ _INFO = "minikcp.request_info"
 _AUDIT = "minikcp.audit"
 _AUDIT_ID = "minikcp.audit_id"
 _AUTHENTICATION = "minikcp.authentication"
+_AUTHORIZATION = "minikcp.authorization"
+# Authorization results (filters/metrics.go); "" stands for a request impersonation refused,
+# before authorization.
+ALLOWED, NO_OPINION, ERROR = "allowed", "no-opinion", "error"
 # The request header a client may name its request's audit ID with, and the response header that
 # echoes it (Go's canonical form of apiserver's HeaderAuditID, "Audit-ID").
 _AUDIT_ID_REQUEST = "Audit-ID"
@@ -158,9 +162,10 @@ class Observer:
                     authenticated = True
                 else:
                     authenticated = _record_authentication(registry, user, seconds, response)
-                # A request refused by authentication never reaches the handlers that count
-                # apiserver_request_total (MonitorRequest); authentication_attempts counts it.
-                if authenticated:
+                # A request refused by authentication, impersonation or authorization never
+                # reaches the handlers that count apiserver_request_total (MonitorRequest);
+                # authentication_attempts and authorization_attempts count it.
+                if authenticated and _handled(registry, request):
                     labels = _request_labels(request, info)
                     registry.observe_request(labels, response.status, perf_counter() - start)
             if self.auditing is None:
@@ -179,15 +184,17 @@ class Observer:
         info: request_info.RequestInfo,
         user: users.UserInfo,
         authentication_seconds: float,
+        authorization_seconds: float,
         seconds: float,
     ) -> None:
         """What `wrap` records of a GET answered 200 where it arrived (server/cached_get.py):
-        a successful authentication and the request. Only without auditing: an audited
-        request takes the handler's path."""
+        a successful authentication, an allowed authorization and the request. Only without
+        auditing: an audited request takes the handler's path."""
         registry = self.metrics
         if registry is not None:
             registry.cached_gets.value += 1
-            registry.authentication.observe("success", user.name, authentication_seconds)
+            registry.authentication.authenticated("success", user.name, authentication_seconds)
+            registry.authorization.observe(ALLOWED, authorization_seconds)
             labels = _resource_labels(info, "", _no_content_type)
             registry.observe_request(labels, 200, seconds)
 
@@ -264,6 +271,30 @@ def _nothing(count: int) -> None:
     pass
 
 
+def authorized(request: web.Request, result: str, started: float) -> None:
+    """Authorization is done: ALLOWED, NO_OPINION (refused) or ERROR, recorded with its
+    duration once the answer is known."""
+    request[_AUTHORIZATION] = (result, time.perf_counter() - started)
+
+
+def refused_by_impersonation(request: web.Request) -> None:
+    """Impersonation refused the request: it never reached authorization or the handlers."""
+    request[_AUTHORIZATION] = ("", 0.0)
+
+
+def _handled(registry: metrics.Metrics, request: web.Request) -> bool:
+    """Records the request's authorization; whether it got past it (or needed none: health
+    checks, the dashboard's pages)."""
+    try:
+        found: tuple[str, float] = request[_AUTHORIZATION]
+    except KeyError:
+        return True
+    result, seconds = found
+    if result:
+        registry.authorization.observe(result, seconds)
+    return result == ALLOWED
+
+
 def authenticated(request: web.Request, user: users.UserInfo | None, started: float) -> None:
     """Authentication is done (`user` None: the credentials were refused): what its metrics
     need, recorded once the answer is known."""
@@ -294,12 +325,12 @@ def _record_authentication(
     are an error; no credentials, where anonymous requests are refused, a failure (the anonymous
     authenticator takes only the health checks); True if the request was authenticated."""
     if user is None:
-        registry.authentication.observe("error", None, seconds)
+        registry.authentication.authenticated("error", None, seconds)
         return False
     if user is authn.ANONYMOUS and response.status == 401:
-        registry.authentication.observe("failure", None, seconds)
+        registry.authentication.authenticated("failure", None, seconds)
         return False
-    registry.authentication.observe("success", user.name, seconds)
+    registry.authentication.authenticated("success", user.name, seconds)
     return True
 
 

@@ -45,6 +45,8 @@ EXPECTED = {
     "apiserver_audit_event": ("counter", set()),
     "authentication_attempts": ("counter", {"result"}),
     "authentication_duration_seconds": ("histogram", {"result", "le"}),
+    "authorization_attempts": ("counter", {"result"}),
+    "authorization_duration_seconds": ("histogram", {"result", "le"}),
     "authenticated_user_requests": ("counter", {"username"}),
     "apiserver_audit_error": ("counter", {"plugin"}),
     "process_cpu_seconds": ("counter", set()),
@@ -78,10 +80,12 @@ def observed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess
     stop_cleanly(proc)
 
 
-def _get(server: ServerProcess, path: str, token: str) -> tuple[int, str]:
+def _get(
+    server: ServerProcess, path: str, token: str, headers: dict[str, str] | None = None
+) -> tuple[int, str]:
     ctx = ssl.create_default_context(cafile=str(server.root / "ca.crt"))
     req = urllib.request.Request(
-        server.base_url + path, headers={"Authorization": f"Bearer {token}"}
+        server.base_url + path, headers={"Authorization": f"Bearer {token}", **(headers or {})}
     )
     try:
         with urllib.request.urlopen(req, context=ctx, timeout=10) as resp:
@@ -334,6 +338,40 @@ def test_failed_authentication_is_counted_as_an_attempt_not_a_request(
     # Upstream's names, without the `_total` prometheus_client gives counters.
     assert "\n# TYPE authentication_attempts counter\n" in text
     assert re.search(r'\nauthentication_attempts\{result="error"\} \d+\n', text)
+
+
+def test_refused_authorization_is_counted_as_an_attempt_not_a_request(
+    observed: ServerProcess, cluster: str
+) -> None:
+    """As upstream: a request refused by authorization (or impersonation) never reaches the
+    handlers that count apiserver_request_total; authorization_attempts_total counts every
+    authorization by result, the GETs answered where they arrive included."""
+    path = f"/clusters/{cluster}/api/v1/namespaces/default/configmaps"
+    observed.kubectl("create", "configmap", "authorized", "-n", "default", cluster=cluster)
+    before = _scrape(observed)
+    assert _get(observed, path, "tok-dave")[0] == 403  # no rule allows: no-opinion
+    impersonating = {"Impersonate-User": "someone-else"}
+    assert _get(observed, path, "tok-dave", impersonating)[0] == 403  # before authorization
+    assert observed.request("GET", path)[0] == 200
+    for _ in range(2):
+        assert observed.request("GET", f"{path}/authorized")[0] == 200
+    after = _scrape(observed)
+
+    def moved(family: str, series: str, **labels: str) -> float:
+        return _value(after[family][1], series, **labels) - _value(
+            before[family][1], series, **labels
+        )
+
+    assert moved("apiserver_request", "apiserver_request_total", code="403") == 0
+    # The two GETs and the first scrape.
+    assert moved("apiserver_request", "apiserver_request_total", verb="GET", code="200") == 3
+    attempts = "authorization_attempts_total"
+    assert moved("authorization_attempts", attempts, result="no-opinion") == 1
+    # The admin's list and two GETs, and the first scrape (recorded once it was answered).
+    assert moved("authorization_attempts", attempts, result="allowed") == 4
+    durations = "authorization_duration_seconds_count"
+    assert moved("authorization_duration_seconds", durations, result="no-opinion") == 1
+    assert moved("authorization_duration_seconds", durations, result="allowed") == 4
 
 
 def test_metrics_false_serves_no_metrics(tmp_path: Path) -> None:
