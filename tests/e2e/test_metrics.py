@@ -9,7 +9,7 @@ import ssl
 import subprocess
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -95,7 +95,10 @@ def _get(
             return err.code, err.read().decode()
 
 
-def _scrape(server: ServerProcess) -> dict[str, tuple[str, list[Sample]]]:
+Scrape = dict[str, tuple[str, list[Sample]]]
+
+
+def _scrape(server: ServerProcess) -> Scrape:
     code, text = _get(server, "/metrics", "tok-prom")
     assert code == 200, text
     return {f.name: (f.type, f.samples) for f in text_string_to_metric_families(text)}
@@ -107,6 +110,17 @@ def _value(samples: list[Sample], series: str, **labels: str) -> float:
         for s in samples
         if s.name == series and all(s.labels.get(k) == v for k, v in labels.items())
     )
+
+
+def _movement(before: Scrape, after: Scrape) -> Callable[..., float]:
+    """How far a series (of a family, with some labels) moved from one scrape to the next."""
+
+    def moved(family: str, series: str, **labels: str) -> float:
+        return _value(after[family][1], series, **labels) - _value(
+            before[family][1], series, **labels
+        )
+
+    return moved
 
 
 def test_names_types_and_label_sets_are_upstream(observed: ServerProcess, cluster: str) -> None:
@@ -309,12 +323,7 @@ def test_failed_authentication_is_counted_as_an_attempt_not_a_request(
     assert _anonymous(observed, path) == 401  # no credentials: a failure
     assert _anonymous(observed, "/healthz") == 200  # anonymous health checks: a success
     assert observed.request("GET", path)[0] == 200  # the admin's client certificate
-    after = _scrape(observed)
-
-    def moved(family: str, series: str, **labels: str) -> float:
-        return _value(after[family][1], series, **labels) - _value(
-            before[family][1], series, **labels
-        )
+    moved = _movement(before, _scrape(observed))
 
     assert moved("apiserver_request", "apiserver_request_total", code="401") == 0
     assert moved("apiserver_request", "apiserver_request_total", verb="LIST", code="200") == 1
@@ -355,12 +364,7 @@ def test_refused_authorization_is_counted_as_an_attempt_not_a_request(
     assert observed.request("GET", path)[0] == 200
     for _ in range(2):
         assert observed.request("GET", f"{path}/authorized")[0] == 200
-    after = _scrape(observed)
-
-    def moved(family: str, series: str, **labels: str) -> float:
-        return _value(after[family][1], series, **labels) - _value(
-            before[family][1], series, **labels
-        )
+    moved = _movement(before, _scrape(observed))
 
     assert moved("apiserver_request", "apiserver_request_total", code="403") == 0
     # The two GETs and the first scrape.
