@@ -5,10 +5,11 @@ from pkg/apis/*/v1/defaults.go and their generated `zz_generated.defaults.go` (1
 create-time fields upstream sets in a strategy or that Go serialization always shows:
 - Namespace: `status.phase: Active` (the `kubernetes` finalizer is the namespace strategy's);
 - Pod: `status.phase: Pending` and `status.qosClass` (pod strategy);
-- Job: the generated selector and `controller-uid`/`job-name` labels, when `metadata.uid` is set
-  (job strategy; the registry assigns the uid first);
 - `resources: {}` on containers (a non-pointer struct Go always serializes).
-Objects of other kinds are left alone.
+Objects of other kinds are left alone. The writer of a create owns what this adds (upstream
+defaults while decoding, before its field manager runs); what upstream sets after the field
+manager is the kinds' strategies' (`registry/strategies/`): a Job's generated selector and
+template labels, a Service's IP families and cluster IPs.
 """
 
 from __future__ import annotations
@@ -252,19 +253,11 @@ def _job(obj: Obj) -> None:
         spec["manualSelector"] = False
     template = _dict(spec, "template")
     meta = _dict(obj, "metadata")
-    uid = meta.get("uid")
-    if uid and not spec["manualSelector"]:
-        labels = _dict(_dict(template, "metadata"), "labels")
-        for key in ("job-name", "batch.kubernetes.io/job-name"):
-            labels.setdefault(key, meta.get("name") or "")
-        for key in ("controller-uid", "batch.kubernetes.io/controller-uid"):
-            labels.setdefault(key, uid)
-        selector = _dict(spec, "selector")
-        _dict(selector, "matchLabels").setdefault("batch.kubernetes.io/controller-uid", uid)
     template_labels = (template.get("metadata") or {}).get("labels")
-    # Upstream shares the template's label map with an unlabelled Job, so the Job shows them too.
-    if template_labels and not meta.get("labels"):
-        meta["labels"] = dict(template_labels)
+    # Upstream gives an unlabelled Job the template's label map itself, not a copy: the labels
+    # the job strategy adds to the template later (its generated selector's) show on the Job too.
+    if isinstance(template_labels, dict) and template_labels and not meta.get("labels"):
+        meta["labels"] = template_labels
     pod_template(template)
 
 
@@ -296,11 +289,6 @@ def _service(obj: Obj) -> None:
         spec["internalTrafficPolicy"] = "Cluster"
     if service_type == "LoadBalancer" and spec.get("allocateLoadBalancerNodePorts") is None:
         spec["allocateLoadBalancerNodePorts"] = True
-    if service_type != "ExternalName":
-        # Single-stack IPv4, as the service IP allocator of a default cluster decides.
-        _default(spec, "ipFamilyPolicy", "SingleStack")
-        if not spec.get("ipFamilies"):
-            spec["ipFamilies"] = ["IPv4"]
 
 
 def _secret(obj: Obj) -> None:

@@ -183,8 +183,6 @@ def test_host_network_ports() -> None:
                 "type": "ClusterIP",
                 "sessionAffinity": "None",
                 "internalTrafficPolicy": "Cluster",
-                "ipFamilyPolicy": "SingleStack",
-                "ipFamilies": ["IPv4"],
             },
         ),
         (
@@ -196,8 +194,6 @@ def test_host_network_ports() -> None:
                 "externalTrafficPolicy": "Cluster",
                 "internalTrafficPolicy": "Cluster",
                 "allocateLoadBalancerNodePorts": True,
-                "ipFamilyPolicy": "SingleStack",
-                "ipFamilies": ["IPv4"],
             },
         ),
         (
@@ -212,8 +208,6 @@ def test_host_network_ports() -> None:
                 "ports": [{"port": 80, "protocol": "TCP", "targetPort": 80}],
                 "type": "ClusterIP",
                 "internalTrafficPolicy": "Cluster",
-                "ipFamilyPolicy": "SingleStack",
-                "ipFamilies": ["IPv4"],
             },
         ),
     ],
@@ -232,7 +226,7 @@ def test_secret_and_namespace() -> None:
     }
 
 
-def test_job_defaults_and_generated_selector() -> None:
+def test_job_defaults() -> None:
     obj = {
         "metadata": {"name": "pi", "uid": "u-1"},
         "spec": {
@@ -243,22 +237,31 @@ def test_job_defaults_and_generated_selector() -> None:
     }
     job = defaulted("batch", "jobs", obj)
     spec = job["spec"]
-    labels = {
-        "batch.kubernetes.io/controller-uid": "u-1",
-        "batch.kubernetes.io/job-name": "pi",
-        "controller-uid": "u-1",
-        "job-name": "pi",
-    }
     assert spec["completions"] == spec["parallelism"] == 1
     assert spec["backoffLimit"] == 6
     assert spec["completionMode"] == "NonIndexed"
     assert spec["suspend"] is False
     assert spec["manualSelector"] is False
     assert spec["podReplacementPolicy"] == "TerminatingOrFailed"
-    assert spec["selector"] == {"matchLabels": {"batch.kubernetes.io/controller-uid": "u-1"}}
-    assert spec["template"]["metadata"]["labels"] == labels
-    assert job["metadata"]["labels"] == labels
     assert spec["template"]["spec"]["restartPolicy"] == "Never"
+    # The generated selector and labels are the job strategy's, after the field manager.
+    assert "selector" not in spec
+    assert "labels" not in spec["template"].get("metadata", {})
+    assert "labels" not in job["metadata"]
+
+
+def test_unlabelled_job_shares_the_template_labels() -> None:
+    template = {"metadata": {"labels": {"app": "pi"}}, "spec": {"containers": []}}
+    obj: Obj = {"metadata": {"name": "pi"}, "spec": {"template": template}}
+    defaults.apply_defaults(rt_of("batch", "jobs"), obj)
+    labels = obj["spec"]["template"]["metadata"]["labels"]
+    assert obj["metadata"]["labels"] is labels  # as upstream's SetDefaults_Job shares the map
+    own: Obj = {
+        "metadata": {"name": "pi", "labels": {"app": "pi"}},
+        "spec": {"template": copy.deepcopy(template)},
+    }
+    defaults.apply_defaults(rt_of("batch", "jobs"), own)
+    assert own["metadata"]["labels"] is not own["spec"]["template"]["metadata"]["labels"]
 
 
 def test_job_parallelism_only_and_manual_selector() -> None:

@@ -18,8 +18,43 @@ class JobStrategy(strategy.Strategy):
     garbage_collection_policy = propagation.ORPHAN_DEPENDENTS
     extra_selectable_fields = frozenset({"status.successful"})
 
+    def prepare_for_create(self, obj: dict[str, Any]) -> None:
+        super().prepare_for_create(obj)
+        spec = obj.get("spec")
+        if isinstance(spec, dict) and not spec.get("manualSelector"):
+            generate_selector(obj, spec)
+
     def initial_status(self, obj: dict[str, Any]) -> None:
         obj["status"] = {}
+
+
+_JOB_NAME_LABELS = ("job-name", "batch.kubernetes.io/job-name")
+_CONTROLLER_UID_LABELS = ("controller-uid", "batch.kubernetes.io/controller-uid")
+
+
+def generate_selector(obj: dict[str, Any], spec: dict[str, Any]) -> None:
+    """generateSelector (the job strategy's PrepareForCreate): labels naming the Job and its uid
+    on the pod template, and a selector of the uid label; what the client set is kept (validation
+    judges a conflict). The field manager has run: these fields are nobody's."""
+    meta = obj["metadata"]
+    template = _dict(spec, "template")
+    labels = _dict(_dict(template, "metadata"), "labels")
+    for key in _JOB_NAME_LABELS:
+        labels.setdefault(key, meta.get("name") or "")
+    for key in _CONTROLLER_UID_LABELS:
+        labels.setdefault(key, meta["uid"])
+    match_labels = _dict(_dict(spec, "selector"), "matchLabels")
+    match_labels.setdefault(_CONTROLLER_UID_LABELS[1], meta["uid"])
+    if not meta.get("labels"):
+        # Upstream's decoding of the stored Job defaults its labels from the template's again.
+        meta["labels"] = dict(labels)
+
+
+def _dict(parent: dict[str, Any], key: str) -> dict[str, Any]:
+    value = parent.get(key)
+    if not isinstance(value, dict):
+        value = parent[key] = {}
+    return value
 
 
 class CronJobStrategy(strategy.Strategy):

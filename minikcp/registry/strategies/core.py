@@ -139,6 +139,10 @@ class ServiceStrategy(strategy.Strategy):
         spec = obj.setdefault("spec", {})
         kind = spec.get("type", "ClusterIP")
         seed = "/".join((obj["metadata"].get("namespace", ""), obj["metadata"].get("name", "")))
+        # normalizeClusterIPs, then initIPFamilyFields, then the allocator (beginCreate).
+        if spec.get("clusterIP") and not spec.get("clusterIPs"):
+            spec["clusterIPs"] = [spec["clusterIP"]]
+        init_ip_families(spec, None)
         if kind != "ExternalName" and not spec.get("clusterIP"):
             spec["clusterIP"] = str(
                 _SERVICE_NET[1 + _hash(seed) % (_SERVICE_NET.num_addresses - 2)]
@@ -158,6 +162,60 @@ class ServiceStrategy(strategy.Strategy):
                 if not spec.get(field) and old_spec.get(field):
                     spec[field] = old_spec[field]
         _normalize_cluster_ips(spec, old_spec)
+        init_ip_families(spec, old_spec)
+
+
+# The single-stack cluster's family: --service-cluster-ip-range is IPv4 only.
+_CLUSTER_FAMILY = "IPv4"
+_OTHER_FAMILY = {"IPv4": "IPv6", "IPv6": "IPv4"}
+
+
+def init_ip_families(spec: dict[str, Any], old_spec: Mapping[str, Any] | None) -> None:
+    """initIPFamilyFields of upstream's service REST (after its field manager ran, so these
+    fields are nobody's unless the client sent them): an omitted `ipFamilyPolicy` is the old
+    one, RequireDualStack for a headless Service without selector, else SingleStack; omitted
+    `ipFamilies` follow `clusterIPs`, else the cluster's family."""
+    if spec.get("type") == "ExternalName":
+        return
+    headless_without_selector = spec.get("clusterIP") == "None" and not spec.get("selector")
+    if not spec.get("ipFamilyPolicy"):
+        old_policy = old_spec.get("ipFamilyPolicy") if old_spec is not None else None
+        if old_policy:
+            spec["ipFamilyPolicy"] = old_policy
+        elif headless_without_selector:
+            spec["ipFamilyPolicy"] = "RequireDualStack"
+        else:
+            spec["ipFamilyPolicy"] = "SingleStack"
+    families = spec.get("ipFamilies")
+    families = list(families) if isinstance(families, list) else []
+    ips = spec.get("clusterIPs")
+    for i, ip in enumerate(ips if isinstance(ips, list) else ()):
+        if ip == "None":
+            break
+        family = _family_of(ip)
+        if i >= len(families) and family is not None:
+            families.append(family)
+    if not families:
+        families = [_CLUSTER_FAMILY]
+    if (
+        headless_without_selector
+        and spec["ipFamilyPolicy"] != "SingleStack"
+        and len(families) == 1
+        and families[0] in _OTHER_FAMILY
+    ):
+        # A headless Service without selector may name both families on a single-stack cluster.
+        families.append(_OTHER_FAMILY[families[0]])
+    spec["ipFamilies"] = families
+
+
+def _family_of(ip: Any) -> str | None:
+    if not isinstance(ip, str):
+        return None
+    try:
+        address = ipaddress.ip_address(ip)
+    except ValueError:
+        return None  # validation reports it
+    return "IPv4" if address.version == 4 else "IPv6"
 
 
 def _needs_cluster_ip(spec: Mapping[str, Any]) -> bool:
