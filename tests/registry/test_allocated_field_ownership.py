@@ -208,3 +208,14 @@ async def test_job_put_without_selector_is_invalid_as_upstream(reg: registry.Reg
     assert ("spec.selector", "Required value") in fields
     stored = await jobs.get(CTX, "default", "pi")
     assert stored.revision == created.revision
+
+
+async def test_manual_selector_job_gets_nothing_generated(reg: registry.Registry) -> None:
+    jobs = _store(reg, "batch", "jobs")
+    job = _job()
+    job["spec"].update(manualSelector=True, selector={"matchLabels": {"app": "pi"}})
+    created = (await jobs.create(CTX, "default", job, CREATOR)).view()
+    assert created["spec"]["selector"] == {"matchLabels": {"app": "pi"}}
+    assert created["spec"]["template"]["metadata"]["labels"] == {"app": "pi"}
+    assert created["metadata"]["labels"] == {"app": "pi"}
+    assert "f:selector" in _fields(created)["creator"]["f:spec"]
