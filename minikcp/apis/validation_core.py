@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import ipaddress
 from collections.abc import Mapping
 from typing import Any
 
@@ -23,6 +24,11 @@ _DNS_POLICIES = ("ClusterFirst", "ClusterFirstWithHostNet", "Default", "None")
 _PULL_POLICIES = ("Always", "IfNotPresent", "Never")
 _MESSAGE_POLICIES = ("File", "FallbackToLogsOnError")
 _SERVICE_TYPES = ("ClusterIP", "ExternalName", "LoadBalancer", "NodePort")
+_EXTERNAL_NAME_FORBIDS = "may not be set for ExternalName services"
+_CLUSTER_IP_FORBIDS_NODE_PORT = "may not be used when `type` is 'ClusterIP'"
+_IP_FAMILIES = ("IPv4", "IPv6")
+_NOT_AN_IP = "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)"
+_IP_FAMILY_POLICIES = ("PreferDualStack", "RequireDualStack", "SingleStack")
 _VOLUME_SOURCES_EXCLUDED = frozenset({"name"})
 
 
@@ -326,6 +332,80 @@ def _cluster_ips_update(spec: Obj, old_spec: Obj) -> list[Cause]:
     ]
 
 
+def service_ip_fields(spec: Obj) -> list[Cause]:
+    """ValidateServiceClusterIPsRelatedFields: clusterIP and clusterIPs in step, the values of
+    clusterIPs, ipFamilies and ipFamilyPolicy, and IPs that match their families. The service
+    REST runs it before it defaults the families, so it also stands before those refusals."""
+    if spec.get("type") == "ExternalName":
+        return []  # the fields must all be unset there (validate_service)
+    causes: list[Cause] = []
+    cluster_ip, ips = spec.get("clusterIP") or "", _list(spec.get("clusterIPs"))
+    if cluster_ip:
+        if not ips:
+            causes.append(vm.required("spec.clusterIPs"))
+        elif ips[0] != cluster_ip:
+            causes.append(vm.invalid("spec.clusterIPs", ips, "first value must match `clusterIP`"))
+    elif ips:
+        causes.append(
+            vm.invalid("spec.clusterIPs", ips, "must be empty when `clusterIP` is not specified")
+        )
+    families = _list(spec.get("ipFamilies"))
+    seen: set[Any] = set()
+    for i, family in enumerate(families):
+        path = index("spec.ipFamilies", i)
+        if family not in _IP_FAMILIES:
+            causes.append(vm.not_supported(path, family, _IP_FAMILIES))
+        if family in seen:
+            causes.append(vm.duplicate(path, family))
+        seen.add(family)
+    policy = spec.get("ipFamilyPolicy")
+    if policy is not None and policy not in _IP_FAMILY_POLICIES:
+        causes.append(vm.not_supported("spec.ipFamilyPolicy", policy, _IP_FAMILY_POLICIES))
+    invalid_ips = False
+    versions: list[int] = []
+    for i, ip in enumerate(ips):
+        if i == 0 and ip == "None":
+            if len(ips) > 1:
+                invalid_ips = True
+                causes.append(
+                    vm.invalid("spec.clusterIPs", ips, "'None' must be the first and only value")
+                )
+            continue
+        version = _ip_version(ip)
+        if version is None:
+            invalid_ips = True
+            causes.append(vm.invalid(index("spec.clusterIPs", i), ip, _NOT_AN_IP))
+        else:
+            versions.append(version)
+    if len(ips) > 2:
+        causes.append(vm.invalid("spec.clusterIPs", ips, "may only hold up to 2 values"))
+    if invalid_ips:
+        return causes
+    if len(ips) > 1 and len(set(versions)) != 2:
+        causes.append(
+            vm.invalid("spec.clusterIPs", ips, "may specify no more than one IP for each IP family")
+        )
+    if ips != ["None"]:
+        for i, (ip, family) in enumerate(zip(ips, families, strict=False)):
+            version = _ip_version(ip)
+            if family == "IPv4" and version == 6:
+                expected = f"expected an IPv4 value as indicated by `ipFamilies[{i}]`"
+                causes.append(vm.invalid(index("spec.clusterIPs", i), ip, expected))
+            if family == "IPv6" and version != 6:
+                expected = f"expected an IPv6 value as indicated by `ipFamilies[{i}]`"
+                causes.append(vm.invalid(index("spec.clusterIPs", i), ip, expected))
+    return causes
+
+
+def _ip_version(ip: Any) -> int | None:
+    if not isinstance(ip, str):
+        return None
+    try:
+        return ipaddress.ip_address(ip).version
+    except ValueError:
+        return None
+
+
 def validate_service(obj: Obj, old: Obj | None) -> list[Cause]:
     causes = vm.object_meta(obj, namespaced=True, name_check=vm.dns1035_label, old=old)
     spec = _map(obj.get("spec"))
@@ -337,6 +417,12 @@ def validate_service(obj: Obj, old: Obj | None) -> list[Cause]:
     if not ports and not headless and service_type != "ExternalName":
         causes.append(vm.required("spec.ports"))
     if service_type == "ExternalName":
+        # The service REST clears what the client left as it was when the type changed.
+        for field in ("clusterIPs", "ipFamilies"):
+            if _list(spec.get(field)):
+                causes.append(vm.forbidden(child("spec", field), _EXTERNAL_NAME_FORBIDS))
+        if spec.get("ipFamilyPolicy") is not None:
+            causes.append(vm.forbidden("spec.ipFamilyPolicy", _EXTERNAL_NAME_FORBIDS))
         external = spec.get("externalName") or ""
         if not external:
             causes.append(vm.required("spec.externalName"))
@@ -346,6 +432,13 @@ def validate_service(obj: Obj, old: Obj | None) -> list[Cause]:
                 for m in vm.dns1123_subdomain(external.rstrip("."))
             )
     causes.extend(_service_ports(ports))
+    if service_type == "ClusterIP":
+        causes.extend(
+            vm.forbidden(child(index("spec.ports", i), "nodePort"), _CLUSTER_IP_FORBIDS_NODE_PORT)
+            for i, port in enumerate(ports)
+            if _map(port).get("nodePort")
+        )
+    causes.extend(service_ip_fields(spec))
     if not service_type:
         causes.append(vm.required("spec.type"))
     elif service_type not in _SERVICE_TYPES:

@@ -277,9 +277,49 @@ def service(**spec: Any) -> Obj:
     [
         ({"ports": [{"port": 80}], "selector": {"app": "web"}}, []),
         ({}, [("spec.ports", "Required value")]),
-        ({"clusterIP": "None"}, []),
+        ({"clusterIP": "None", "clusterIPs": ["None"]}, []),
         ({"type": "ExternalName", "externalName": "example.com"}, []),
         ({"type": "ExternalName"}, [("spec.externalName", "Required value")]),
+        (
+            {
+                "type": "ExternalName",
+                "externalName": "example.com",
+                "clusterIP": "10.96.0.10",
+                "clusterIPs": ["10.96.0.10"],
+                "ipFamilies": ["IPv4"],
+                "ipFamilyPolicy": "SingleStack",
+            },
+            [
+                ("spec.clusterIPs", "Forbidden: may not be set for ExternalName services"),
+                ("spec.ipFamilies", "Forbidden: may not be set for ExternalName services"),
+                ("spec.ipFamilyPolicy", "Forbidden: may not be set for ExternalName services"),
+            ],
+        ),
+        (
+            {"type": "ClusterIP", "ports": [{"port": 80, "nodePort": 30080}]},
+            [("spec.ports[0].nodePort", "Forbidden: may not be used when `type` is 'ClusterIP'")],
+        ),
+        ({"type": "NodePort", "ports": [{"port": 80, "nodePort": 30080}]}, []),
+        (
+            {"ports": [{"port": 80}], "clusterIP": "None", "clusterIPs": ["None", "10.96.0.1"]},
+            [
+                (
+                    "spec.clusterIPs",
+                    'Invalid value: []string{"None", "10.96.0.1"}: \'None\' must be the first '
+                    "and only value",
+                )
+            ],
+        ),
+        (
+            {"ports": [{"port": 80}], "ipFamilyPolicy": "Both"},
+            [
+                (
+                    "spec.ipFamilyPolicy",
+                    'Unsupported value: "Both": supported values: "PreferDualStack", '
+                    '"RequireDualStack", "SingleStack"',
+                )
+            ],
+        ),
         (
             {"ports": [{"port": 80}, {"port": 443}]},
             [("spec.ports[0].name", "Required value"), ("spec.ports[1].name", "Required value")],
@@ -334,7 +374,11 @@ _TWO = {"clusterIP": "10.96.0.10", "clusterIPs": ["10.96.0.10", "fd00::10"]}
             ],
         ),
         (_ONE, {"type": "ExternalName", "externalName": "example.com"}, []),
-        ({"clusterIP": "None", "clusterIPs": ["None"]}, {"clusterIP": "None"}, []),
+        (
+            {"clusterIP": "None", "clusterIPs": ["None"]},
+            {"clusterIP": "None", "clusterIPs": ["None"]},
+            [],
+        ),
     ],
 )
 def test_service_cluster_ips_update(

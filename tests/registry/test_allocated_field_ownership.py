@@ -16,7 +16,7 @@ from minikcp.machinery import errors
 from minikcp.registry import patching, registry
 from minikcp.registry import store as generic_store
 from minikcp.registry.objects import RequestContext, WriteOptions
-from minikcp.registry.strategies import core
+from minikcp.registry.strategies import service_allocation
 from tests import in_process
 
 CTX = RequestContext("owned")
@@ -43,34 +43,28 @@ NOBODYS_SERVICE_FIELDS = ("f:clusterIP", "f:clusterIPs", "f:ipFamilies", "f:ipFa
             {"ipFamilyPolicy": "RequireDualStack", "ipFamilies": ["IPv4", "IPv6"]},
         ),
         (
-            {"clusterIP": "None", "ipFamilyPolicy": "SingleStack"},
+            {"clusterIP": "None", "clusterIPs": ["None"], "ipFamilyPolicy": "SingleStack"},
             None,
             {"ipFamilyPolicy": "SingleStack", "ipFamilies": ["IPv4"]},
         ),
         (
-            {"clusterIPs": ["fd00::10"]},
+            {"ipFamilies": ["IPv4"], "ipFamilyPolicy": "PreferDualStack"},
             None,
-            {"ipFamilyPolicy": "SingleStack", "ipFamilies": ["IPv6"]},
-        ),
-        (
-            {"ipFamilies": ["IPv6"], "ipFamilyPolicy": "PreferDualStack"},
-            None,
-            {"ipFamilyPolicy": "PreferDualStack", "ipFamilies": ["IPv6"]},
+            {"ipFamilyPolicy": "PreferDualStack", "ipFamilies": ["IPv4"]},
         ),
         # An update that names no policy keeps the old one.
         (
-            {"clusterIPs": ["10.96.0.10"]},
+            {"clusterIP": "10.96.0.10", "clusterIPs": ["10.96.0.10"]},
             {"ipFamilyPolicy": "PreferDualStack"},
             {"ipFamilyPolicy": "PreferDualStack", "ipFamilies": ["IPv4"]},
         ),
-        ({"clusterIPs": [7]}, None, {"ipFamilyPolicy": "SingleStack", "ipFamilies": ["IPv4"]}),
     ],
 )
 def test_init_ip_families(
     spec: dict[str, Any], old_spec: dict[str, Any] | None, expected: dict[str, Any]
 ) -> None:
     initialised = copy.deepcopy(spec)
-    core.init_ip_families(initialised, old_spec)
+    assert service_allocation.init_ip_families(initialised, old_spec) == []
     kept = {k: v for k, v in spec.items() if k not in expected}
     assert initialised == {**kept, **expected}
 

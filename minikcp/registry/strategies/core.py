@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import hashlib
-import ipaddress
 from collections.abc import Mapping
 from typing import Any
 
 import orjson
 
 from minikcp.apis import event_versions
-from minikcp.machinery import names, propagation
+from minikcp.machinery import errors, names, propagation
 from minikcp.registry import strategy
+from minikcp.registry.strategies import service_allocation
 
 NAME_LABEL = "kubernetes.io/metadata.name"
 # The namespace controller's spec finalizer.
@@ -124,119 +123,33 @@ def _qos_class(pod: Mapping[str, Any]) -> str:
     return "Guaranteed" if guaranteed else "Burstable"
 
 
-_SERVICE_NET = ipaddress.ip_network("10.96.0.0/12")
-
-
 class ServiceStrategy(strategy.Strategy):
-    returns_deleted_object = True
-    """Allocates cluster IPs and node ports deterministically: no allocator state to keep."""
+    """Allocations and type changes as upstream's service REST (`service_allocation`)."""
 
+    returns_deleted_object = True
     extra_selectable_fields = frozenset({"spec.clusterIP", "spec.type"})
 
     def prepare_for_create(self, obj: dict[str, Any]) -> None:
         super().prepare_for_create(obj)
         obj.setdefault("status", {"loadBalancer": {}})
         spec = obj.setdefault("spec", {})
-        kind = spec.get("type", "ClusterIP")
-        seed = "/".join((obj["metadata"].get("namespace", ""), obj["metadata"].get("name", "")))
-        # normalizeClusterIPs, then initIPFamilyFields, then the allocator (beginCreate).
-        if spec.get("clusterIP") and not spec.get("clusterIPs"):
-            spec["clusterIPs"] = [spec["clusterIP"]]
-        init_ip_families(spec, None)
-        if kind != "ExternalName" and not spec.get("clusterIP"):
-            spec["clusterIP"] = str(
-                _SERVICE_NET[1 + _hash(seed) % (_SERVICE_NET.num_addresses - 2)]
-            )
-        if spec.get("clusterIP") and not spec.get("clusterIPs"):
-            spec["clusterIPs"] = [spec["clusterIP"]]
-        if kind in ("NodePort", "LoadBalancer"):
-            for i, port in enumerate(spec.get("ports") or []):
-                port.setdefault("nodePort", 30000 + _hash(f"{seed}/{i}") % 2768)
+        self._refuse(obj, service_allocation.allocate_create(spec, _seed(obj)))
 
     def prepare_for_update(self, obj: dict[str, Any], old: Mapping[str, Any]) -> None:
         super().prepare_for_update(obj, old)
-        spec, old_spec = obj.setdefault("spec", {}), old.get("spec", {})
-        # patchAllocatedValues: what was allocated stays unless the client says otherwise.
-        if _needs_cluster_ip(spec) and _needs_cluster_ip(old_spec):
-            for field in ("clusterIP", "clusterIPs"):
-                if not spec.get(field) and old_spec.get(field):
-                    spec[field] = old_spec[field]
-        _normalize_cluster_ips(spec, old_spec)
-        init_ip_families(spec, old_spec)
+        spec = obj.setdefault("spec", {})
+        refusals = service_allocation.allocate_update(spec, old.get("spec") or {}, _seed(obj))
+        self._refuse(obj, refusals)
+
+    def _refuse(self, obj: Mapping[str, Any], refusals: list[errors.Cause]) -> None:
+        if refusals:
+            name = obj["metadata"].get("name", "")
+            raise errors.invalid(self.rt.kind, name, refusals, group=self.rt.group)
 
 
-# The single-stack cluster's family: --service-cluster-ip-range is IPv4 only.
-_CLUSTER_FAMILY = "IPv4"
-_OTHER_FAMILY = {"IPv4": "IPv6", "IPv6": "IPv4"}
-
-
-def init_ip_families(spec: dict[str, Any], old_spec: Mapping[str, Any] | None) -> None:
-    """initIPFamilyFields of upstream's service REST (after its field manager ran, so these
-    fields are nobody's unless the client sent them): an omitted `ipFamilyPolicy` is the old
-    one, RequireDualStack for a headless Service without selector, else SingleStack; omitted
-    `ipFamilies` follow `clusterIPs`, else the cluster's family."""
-    if spec.get("type") == "ExternalName":
-        return
-    headless_without_selector = spec.get("clusterIP") == "None" and not spec.get("selector")
-    if not spec.get("ipFamilyPolicy"):
-        old_policy = old_spec.get("ipFamilyPolicy") if old_spec is not None else None
-        if old_policy:
-            spec["ipFamilyPolicy"] = old_policy
-        elif headless_without_selector:
-            spec["ipFamilyPolicy"] = "RequireDualStack"
-        else:
-            spec["ipFamilyPolicy"] = "SingleStack"
-    families = spec.get("ipFamilies")
-    families = list(families) if isinstance(families, list) else []
-    ips = spec.get("clusterIPs")
-    for i, ip in enumerate(ips if isinstance(ips, list) else ()):
-        if ip == "None":
-            break
-        family = _family_of(ip)
-        if i >= len(families) and family is not None:
-            families.append(family)
-    if not families:
-        families = [_CLUSTER_FAMILY]
-    if (
-        headless_without_selector
-        and spec["ipFamilyPolicy"] != "SingleStack"
-        and len(families) == 1
-        and families[0] in _OTHER_FAMILY
-    ):
-        # A headless Service without selector may name both families on a single-stack cluster.
-        families.append(_OTHER_FAMILY[families[0]])
-    spec["ipFamilies"] = families
-
-
-def _family_of(ip: Any) -> str | None:
-    if not isinstance(ip, str):
-        return None
-    try:
-        address = ipaddress.ip_address(ip)
-    except ValueError:
-        return None  # validation reports it
-    return "IPv4" if address.version == 4 else "IPv6"
-
-
-def _needs_cluster_ip(spec: Mapping[str, Any]) -> bool:
-    return bool(spec.get("type", "ClusterIP") != "ExternalName")
-
-
-def _normalize_cluster_ips(spec: dict[str, Any], old_spec: Mapping[str, Any]) -> None:
-    """normalizeClusterIPs on update: a client that changed only the singular field (an old
-    client) means the plural one too; validation then judges the change."""
-    old_ip, new_ip = old_spec.get("clusterIP") or "", spec.get("clusterIP") or ""
-    same_plural = (old_spec.get("clusterIPs") or []) == (spec.get("clusterIPs") or [])
-    if old_ip == new_ip or not same_plural:
-        return
-    if old_ip and not new_ip:
-        spec.pop("clusterIPs", None)
-    else:
-        spec["clusterIPs"] = [new_ip]
-
-
-def _hash(text: str) -> int:
-    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "big")
+def _seed(obj: Mapping[str, Any]) -> str:
+    meta = obj["metadata"]
+    return "/".join((meta.get("namespace", ""), meta.get("name", "")))
 
 
 class ServiceAccountStrategy(strategy.Strategy):
