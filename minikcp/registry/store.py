@@ -425,6 +425,9 @@ class ResourceStore(PointReads):
             if managed:
                 # Before mutating admission, as upstream: its changes are nobody's.
                 self._managed_fields(new, old, opts, subresource)
+            if not subresource:
+                # After the field manager, as upstream's BeginUpdate: what it allocates is nobody's.
+                self.strategy.begin_update(new, old)
             self._validate(ctx, new, old, opts, subresource)
             await self.strategy.admit(ctx, new, old)
             if self.admission is not None:

@@ -1,6 +1,7 @@
 """The per-kind strategy the generic store calls at fixed points, as kube-apiserver's strategies.
 
-Hooks run in this order on a write: defaults -> prepare_for_create/update -> validate. Hooks may
+Hooks run in this order on a write: defaults -> prepare_for_create/update -> (on an update, after
+the field manager) begin_update -> validate. Hooks may
 mutate the object they are given (it is private to the request) but never `old`.
 """
 
@@ -75,6 +76,10 @@ class Strategy:
         if self.tracks_generation:
             gen = old.get("metadata", {}).get("generation", 1)
             obj["metadata"]["generation"] = gen + 1 if self.spec_changed(obj, old) else gen
+
+    def begin_update(self, obj: dict[str, Any], old: Mapping[str, Any]) -> None:
+        """What a kind's store does to an update once the field manager ran (upstream's
+        BeginUpdate hook): values it sets are nobody's. Raises a StatusError to refuse."""
 
     def prepare_for_status_update(self, obj: dict[str, Any], old: Mapping[str, Any]) -> None:
         """A status write changes status only: everything else comes from the old object."""

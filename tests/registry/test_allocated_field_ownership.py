@@ -131,6 +131,24 @@ async def test_service_allocations_are_nobodys_through_updates(reg: registry.Reg
         assert not set(NOBODYS_SERVICE_FIELDS) & set(fields.get("f:spec", {}))
 
 
+async def test_node_ports_allocated_by_an_update_are_nobodys(reg: registry.Registry) -> None:
+    services = _store(reg, "", "services")
+    await services.create(CTX, "default", _service(), CREATOR)
+    result, _ = await patching.patch(
+        services,
+        CTX,
+        "default",
+        "web",
+        patch_type=patching.MERGE_PATCH,
+        body=b'{"spec":{"type":"NodePort"}}',
+        opts=UPDATER,
+    )
+    patched = result.view()
+    assert patched["spec"]["ports"][0]["nodePort"]
+    # The updater owns what it sent and its defaults, as upstream's field manager sees them.
+    assert _fields(patched)["updater"] == {"f:spec": {"f:externalTrafficPolicy": {}, "f:type": {}}}
+
+
 async def test_applied_service_owns_its_configuration_only(reg: registry.Registry) -> None:
     services = _store(reg, "", "services")
     body = orjson.dumps(_service())

@@ -135,8 +135,7 @@ class ServiceStrategy(strategy.Strategy):
         spec = obj.setdefault("spec", {})
         self._refuse(obj, service_allocation.allocate_create(spec, _seed(obj)))
 
-    def prepare_for_update(self, obj: dict[str, Any], old: Mapping[str, Any]) -> None:
-        super().prepare_for_update(obj, old)
+    def begin_update(self, obj: dict[str, Any], old: Mapping[str, Any]) -> None:
         spec = obj.setdefault("spec", {})
         refusals = service_allocation.allocate_update(spec, old.get("spec") or {}, _seed(obj))
         self._refuse(obj, refusals)
