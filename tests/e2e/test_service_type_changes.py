@@ -194,3 +194,30 @@ def test_families_this_cluster_lacks_are_refused(kubectl: Kubectl) -> None:
     )
     assert 'spec.ipFamilyPolicy: Invalid value: "SingleStack"' in failed.stderr
     assert kubectl.get("service", "web") == before
+
+
+def test_health_check_node_port_follows_the_traffic_policy(kubectl: Kubectl) -> None:
+    kubectl("create", "service", "loadbalancer", "edge", "--tcp=80")
+    spec = _patch(kubectl, "edge", {"spec": {"externalTrafficPolicy": "Local"}})
+    health = spec["healthCheckNodePort"]
+    assert 30000 <= health <= 32767 and health not in _node_ports(spec)
+
+    before = kubectl.get("service", "edge")
+    status = _refused(
+        kubectl,
+        "PATCH",
+        kubectl.path("v1", "services", "edge"),
+        {"spec": {"healthCheckNodePort": health + 1}},
+    )
+    assert status["details"]["causes"] == [
+        {
+            "reason": "FieldValueInvalid",
+            "message": f"Invalid value: {health + 1}: cannot change healthCheckNodePort on "
+            "loadBalancer service with externalTraffic=Local during update",
+            "field": "spec.healthCheckNodePort",
+        }
+    ]
+    assert kubectl.get("service", "edge") == before
+
+    spec = _patch(kubectl, "edge", {"spec": {"type": "ClusterIP", "externalTrafficPolicy": None}})
+    assert "healthCheckNodePort" not in spec and _node_ports(spec) == []

@@ -163,6 +163,14 @@ def test_health_check_node_port_allocated_then_kept() -> None:
     updated: dict[str, Any] = {**local, "ports": _ports(0)}
     assert alloc.allocate_update(updated, spec, SEED) == []
     assert updated == spec
+    changed = {**copy.deepcopy(spec), "healthCheckNodePort": health + 1}
+    assert alloc.allocate_update(changed, spec, SEED) == [
+        _invalid(
+            "spec.healthCheckNodePort",
+            f"Invalid value: {health + 1}: cannot change healthCheckNodePort on loadBalancer "
+            "service with externalTraffic=Local during update",
+        )
+    ]
     # Cluster traffic policy no longer needs it; left as it was, it goes with the type.
     to_cluster_ip = {**copy.deepcopy(spec), "type": "ClusterIP"}
     to_cluster_ip.pop("externalTrafficPolicy")

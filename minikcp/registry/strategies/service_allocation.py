@@ -62,13 +62,20 @@ def allocate_update(spec: Spec, old_spec: Mapping[str, Any], seed: str) -> list[
         _alloc_cluster_ip(spec, seed)
     if needs_node_port(spec):
         _alloc_node_ports(spec, seed, kept=_node_ports(old_spec))
-    if (
-        needs_health_check(spec)
-        and not needs_health_check(old_spec)
-        and not spec.get("healthCheckNodePort")
-    ):
-        spec["healthCheckNodePort"] = _free_node_port(f"{seed}/health", _node_ports(spec))
+    if needs_health_check(spec) and not needs_health_check(old_spec):
+        if not spec.get("healthCheckNodePort"):
+            spec["healthCheckNodePort"] = _free_node_port(f"{seed}/health", _node_ports(spec))
+    elif needs_health_check(spec):
+        health = spec.get("healthCheckNodePort") or 0
+        if health != (old_spec.get("healthCheckNodePort") or 0):
+            return [vm.invalid("spec.healthCheckNodePort", health, _HEALTH_CHECK_FIXED)]
     return []
+
+
+_HEALTH_CHECK_FIXED = (
+    "cannot change healthCheckNodePort on loadBalancer service with externalTraffic=Local "
+    "during update"
+)
 
 
 # -- what a type needs --------------------------------------------------------------------------
