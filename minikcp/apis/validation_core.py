@@ -26,6 +26,11 @@ _MESSAGE_POLICIES = ("File", "FallbackToLogsOnError")
 _SERVICE_TYPES = ("ClusterIP", "ExternalName", "LoadBalancer", "NodePort")
 _EXTERNAL_NAME_FORBIDS = "may not be set for ExternalName services"
 _CLUSTER_IP_FORBIDS_NODE_PORT = "may not be used when `type` is 'ClusterIP'"
+_NOT_EXTERNAL = "may only be set for externally-accessible services"
+_HEALTH_CHECK_ONLY = (
+    "may only be set when `type` is 'LoadBalancer' and `externalTrafficPolicy` is 'Local'"
+)
+_TRAFFIC_POLICIES = ("Cluster", "Local")
 _IP_FAMILIES = ("IPv4", "IPv6")
 _NOT_AN_IP = "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)"
 _IP_FAMILY_POLICIES = ("PreferDualStack", "RequireDualStack", "SingleStack")
@@ -406,6 +411,33 @@ def _ip_version(ip: Any) -> int | None:
         return None
 
 
+def _external_traffic(spec: Obj) -> list[Cause]:
+    """validateServiceExternalTrafficPolicy: the policy only where traffic comes from outside,
+    the health-check port only for a LoadBalancer with the Local policy."""
+    causes: list[Cause] = []
+    service_type = spec.get("type")
+    externally = service_type in ("NodePort", "LoadBalancer") or (
+        service_type == "ClusterIP" and bool(spec.get("externalIPs"))
+    )
+    policy = spec.get("externalTrafficPolicy") or ""
+    if not externally:
+        if policy:
+            causes.append(vm.invalid("spec.externalTrafficPolicy", policy, _NOT_EXTERNAL))
+    elif not policy:
+        causes.append(vm.required("spec.externalTrafficPolicy"))
+    elif policy not in _TRAFFIC_POLICIES:
+        causes.append(vm.not_supported("spec.externalTrafficPolicy", policy, _TRAFFIC_POLICIES))
+    health = spec.get("healthCheckNodePort") or 0
+    if service_type != "LoadBalancer" or policy != "Local":
+        if health:
+            causes.append(vm.invalid("spec.healthCheckNodePort", health, _HEALTH_CHECK_ONLY))
+    elif not health:
+        causes.append(vm.required("spec.healthCheckNodePort"))
+    else:
+        causes.extend(vm.port_range("spec.healthCheckNodePort", health))
+    return causes
+
+
 def validate_service(obj: Obj, old: Obj | None) -> list[Cause]:
     causes = vm.object_meta(obj, namespaced=True, name_check=vm.dns1035_label, old=old)
     spec = _map(obj.get("spec"))
@@ -439,6 +471,7 @@ def validate_service(obj: Obj, old: Obj | None) -> list[Cause]:
             if _map(port).get("nodePort")
         )
     causes.extend(service_ip_fields(spec))
+    causes.extend(_external_traffic(spec))
     if not service_type:
         causes.append(vm.required("spec.type"))
     elif service_type not in _SERVICE_TYPES:

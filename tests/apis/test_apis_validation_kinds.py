@@ -301,6 +301,38 @@ def service(**spec: Any) -> Obj:
         ),
         ({"type": "NodePort", "ports": [{"port": 80, "nodePort": 30080}]}, []),
         (
+            {"ports": [{"port": 80}], "externalTrafficPolicy": "Local"},
+            [
+                (
+                    "spec.externalTrafficPolicy",
+                    'Invalid value: "Local": may only be set for externally-accessible services',
+                )
+            ],
+        ),
+        (
+            {"type": "NodePort", "ports": [{"port": 80}], "healthCheckNodePort": 30100},
+            [
+                (
+                    "spec.healthCheckNodePort",
+                    "Invalid value: 30100: may only be set when `type` is 'LoadBalancer' and "
+                    "`externalTrafficPolicy` is 'Local'",
+                )
+            ],
+        ),
+        (
+            {"type": "LoadBalancer", "ports": [{"port": 80}], "externalTrafficPolicy": "Local"},
+            [("spec.healthCheckNodePort", "Required value")],
+        ),
+        (
+            {"type": "NodePort", "ports": [{"port": 80}], "externalTrafficPolicy": "Far"},
+            [
+                (
+                    "spec.externalTrafficPolicy",
+                    'Unsupported value: "Far": supported values: "Cluster", "Local"',
+                )
+            ],
+        ),
+        (
             {"ports": [{"port": 80}], "clusterIP": "None", "clusterIPs": ["None", "10.96.0.1"]},
             [
                 (

@@ -219,5 +219,18 @@ def test_health_check_node_port_follows_the_traffic_policy(kubectl: Kubectl) -> 
     ]
     assert kubectl.get("service", "edge") == before
 
+    # A policy the client changes while leaving the type that needs it is its own: refused.
+    status = _refused(
+        kubectl,
+        "PATCH",
+        kubectl.path("v1", "services", "edge"),
+        {"spec": {"type": "ClusterIP", "externalTrafficPolicy": "Cluster"}},
+    )
+    assert status["message"] == (
+        'Service "edge" is invalid: spec.externalTrafficPolicy: Invalid value: "Cluster": '
+        "may only be set for externally-accessible services"
+    )
+    assert kubectl.get("service", "edge") == before
+
     spec = _patch(kubectl, "edge", {"spec": {"type": "ClusterIP", "externalTrafficPolicy": None}})
     assert "healthCheckNodePort" not in spec and _node_ports(spec) == []
