@@ -144,6 +144,15 @@ def test_ports_sharing_a_number_share_a_node_port() -> None:
     assert spec["ports"][0]["nodePort"] == spec["ports"][1]["nodePort"]
 
 
+def test_a_port_added_by_an_update_gets_its_own_node_port() -> None:
+    old_spec = {"type": "NodePort", **SINGLE, "ports": [{"port": 53, "nodePort": 30053}]}
+    ports = [{"port": 53, "protocol": "TCP"}, {"port": 53, "protocol": "UDP", "name": "u"}]
+    spec: dict[str, Any] = {"type": "NodePort", **SINGLE, "ports": ports}
+    assert alloc.allocate_update(spec, old_spec, SEED) == []
+    assert spec["ports"][0]["nodePort"] == 30053
+    assert spec["ports"][1]["nodePort"] not in (0, 30053)
+
+
 def test_load_balancer_without_node_ports_gets_none() -> None:
     spec: dict[str, Any] = {
         "type": "LoadBalancer",

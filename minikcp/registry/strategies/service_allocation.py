@@ -43,7 +43,7 @@ def allocate_create(spec: Spec, seed: str) -> list[Cause]:
     if needs_cluster_ip(spec):
         _alloc_cluster_ip(spec, seed)
     if needs_node_port(spec):
-        _alloc_node_ports(spec, seed, kept=())
+        _alloc_node_ports(spec, seed, set(), share=True)
     if needs_health_check(spec) and not spec.get("healthCheckNodePort"):
         spec["healthCheckNodePort"] = _free_node_port(f"{seed}/health", _node_ports(spec))
     return []
@@ -61,7 +61,7 @@ def allocate_update(spec: Spec, old_spec: Mapping[str, Any], seed: str) -> list[
     if not needs_cluster_ip(old_spec) and needs_cluster_ip(spec):
         _alloc_cluster_ip(spec, seed)
     if needs_node_port(spec):
-        _alloc_node_ports(spec, seed, kept=_node_ports(old_spec))
+        _alloc_node_ports(spec, seed, _node_ports(old_spec), share=False)
     if needs_health_check(spec) and not needs_health_check(old_spec):
         if not spec.get("healthCheckNodePort"):
             spec["healthCheckNodePort"] = _free_node_port(f"{seed}/health", _node_ports(spec))
@@ -299,22 +299,24 @@ def _alloc_cluster_ip(spec: Spec, seed: str) -> None:
         spec["clusterIPs"] = [spec["clusterIP"]]
 
 
-def _alloc_node_ports(spec: Spec, seed: str, kept: set[int] | tuple[()]) -> None:
-    """initNodePorts / updateNodePorts: ports without a node port get one unless the type needs
-    none (a LoadBalancer with allocateLoadBalancerNodePorts false); ports that share a port
-    number share its node port."""
+def _alloc_node_ports(spec: Spec, seed: str, kept: set[int], *, share: bool) -> None:
+    """initNodePorts (`share`: a create's ports with one port number share a node port) and
+    updateNodePorts: ports without a node port get one unless the type needs none (a
+    LoadBalancer with allocateLoadBalancerNodePorts false)."""
     if not _should_allocate_node_ports(spec):
         return
-    taken = _node_ports(spec) | set(kept)
-    by_number: dict[Any, int] = {
-        p.get("port"): p["nodePort"] for p in _ports(spec) if p.get("nodePort")
-    }
+    taken = _node_ports(spec) | kept
+    by_number: dict[Any, int] = {}
+    if share:
+        by_number = {p.get("port"): p["nodePort"] for p in _ports(spec) if p.get("nodePort")}
     for i, port in enumerate(_ports(spec)):
         if port.get("nodePort"):
             continue
         number = port.get("port")
         node_port = by_number.get(number) or _free_node_port(f"{seed}/{i}", taken)
-        port["nodePort"] = by_number[number] = node_port
+        port["nodePort"] = node_port
+        if share:
+            by_number[number] = node_port
         taken.add(node_port)
 
 
