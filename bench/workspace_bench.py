@@ -134,6 +134,27 @@ async def bench_workspace(
         yield api
 
 
+async def delete_bench_tree(api: Api, total: int) -> tuple[float, int]:
+    """Deletes `root:bench` and the `total` workspaces below it; returns the seconds until its
+    Workspace was gone and the LogicalClusters left once the tree's were too."""
+    _, everywhere = await api.call("GET", f"/clusters/*{_LC}")
+    clusters_before = len(everywhere["items"])
+    start = time.perf_counter()
+    status, _ = await api.call("DELETE", f"/clusters/root{_WS}/bench")
+    assert status == 200, status
+    while True:
+        status, _ = await api.call("GET", f"/clusters/root{_WS}/bench")
+        if status == 404:
+            break
+        await asyncio.sleep(0.1)
+    gone = time.perf_counter() - start
+    while True:
+        _, everywhere = await api.call("GET", f"/clusters/*{_LC}")
+        if len(everywhere["items"]) <= clusters_before - total - 1:
+            return gone, len(everywhere["items"])
+        await asyncio.sleep(0.1)
+
+
 async def bench(
     server: server_process.ServerProcess, orgs: int, teams: int, clients: int, delete: bool = True
 ) -> None:
@@ -201,29 +222,15 @@ async def bench(
         if not delete:
             return
 
-        _, everywhere = await api.call("GET", f"/clusters/*{_LC}")
-        clusters_before = len(everywhere["items"])
         start = time.perf_counter()
         cpu_start = cpu_seconds(pid)
-        status, _ = await api.call("DELETE", f"/clusters/root{_WS}/bench")
-        assert status == 200, status
-        while True:
-            status, _ = await api.call("GET", f"/clusters/root{_WS}/bench")
-            if status == 404:
-                break
-            await asyncio.sleep(0.1)
-        gone = time.perf_counter() - start
-        while True:
-            _, everywhere = await api.call("GET", f"/clusters/*{_LC}")
-            if len(everywhere["items"]) <= clusters_before - total - 1:
-                break
-            await asyncio.sleep(0.1)
+        gone, left = await delete_bench_tree(api, total)
         purged = time.perf_counter() - start
         cpu = cpu_seconds(pid) - cpu_start
         print(
             f"deleted the tree of {total + 1} workspaces: Workspace gone after {gone:.1f} s, "
             f"every LogicalCluster of it after {purged:.1f} s "
-            f"({len(everywhere['items'])} LogicalClusters left: root's); server CPU {cpu:.1f} s"
+            f"({left} LogicalClusters left: root's); server CPU {cpu:.1f} s"
         )
         await asyncio.sleep(2.0)
         print(f"server RSS after deletion: {rss_kib(pid) / 1024:.0f} MiB")

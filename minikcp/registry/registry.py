@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import collections
-from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+import itertools
+from collections.abc import AsyncGenerator, AsyncIterator, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -286,10 +287,11 @@ class Registry:
             yield RESYNC
             await asyncio.sleep(0.1)
 
-    async def delete_prefixes(self, prefixes: Sequence[str]) -> None:
-        """Deletes every key under each prefix (many at once; the store groups the commits)."""
-        for start in range(0, len(prefixes), _DELETE_CONCURRENCY):
-            chunk = prefixes[start : start + _DELETE_CONCURRENCY]
+    async def delete_prefixes(self, prefixes: Iterable[str]) -> None:
+        """Deletes every key under each prefix (many at once; the store groups the commits).
+        The prefixes are taken as they are deleted: a generator never has them all in memory."""
+        taken = iter(prefixes)
+        while chunk := list(itertools.islice(taken, _DELETE_CONCURRENCY)):
             try:
                 await asyncio.gather(*(self.storage.delete_prefix(p) for p in chunk))
             except storage_errors.StorageError as exc:

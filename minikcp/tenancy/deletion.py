@@ -12,7 +12,8 @@ part of the tree, whose Workspaces still lead to what remains, so doing it again
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+import itertools
+from collections.abc import Awaitable, Callable, Iterator
 
 import orjson
 
@@ -87,13 +88,12 @@ async def delete_tree(
     if found is not None:
         found(clusters)  # before anything goes: the deletion events follow at once
     kept = keys.list_prefix(resolver.logical_cluster_type, cluster) if keep_top else None
+    # Made as they are deleted: a tree's prefixes (clusters times types) never all in memory.
     await reg.delete_prefixes(
-        [
-            prefix
-            for name in reversed(clusters)
-            for rt in reg.catalog_for(name).all_types()
-            if (prefix := keys.list_prefix(rt, name)) != kept
-        ]
+        prefix
+        for name in reversed(clusters)
+        for rt in reg.catalog_for(name).all_types()
+        if (prefix := keys.list_prefix(rt, name)) != kept
     )
     for name in clusters:
         resolver.forget_cluster(name)
@@ -113,18 +113,21 @@ async def _held_clusters(
     """Starts the normal deletion of every object in `clusters` that carries finalizers or is
     being deleted already; returns the clusters where such objects remain."""
     skipped = {resolver.workspace_type.plural, resolver.logical_cluster_type.plural}
-    prefixes: list[tuple[str, catalog.ResourceType]] = []
-    for name in clusters:
-        seen: set[str] = set()
-        for rt in reg.catalog_for(name).all_types():
-            prefix = keys.list_prefix(rt, name)
-            if prefix in seen or (rt.group in _TENANCY_GROUPS and rt.plural in skipped):
-                continue
-            seen.add(prefix)
-            prefixes.append((name, rt))
+
+    def scanned() -> Iterator[tuple[str, catalog.ResourceType]]:
+        # Made as they are read: a tree's prefixes (clusters times types) never all in memory.
+        for name in clusters:
+            seen: set[str] = set()
+            for rt in reg.catalog_for(name).all_types():
+                prefix = keys.resource_prefix(rt)
+                if prefix in seen or (rt.group in _TENANCY_GROUPS and rt.plural in skipped):
+                    continue
+                seen.add(prefix)
+                yield name, rt
+
     held: set[str] = set()
-    for start in range(0, len(prefixes), _SCAN_CONCURRENCY):
-        chunk = prefixes[start : start + _SCAN_CONCURRENCY]
+    taken = scanned()
+    while chunk := list(itertools.islice(taken, _SCAN_CONCURRENCY)):
         results = await asyncio.gather(*(_hold(reg, name, rt) for name, rt in chunk))
         held.update(name for (name, _rt), holding in zip(chunk, results, strict=True) if holding)
     return held
