@@ -9,7 +9,6 @@ namespaces kept is bounded.
 
 from __future__ import annotations
 
-import collections
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -19,6 +18,7 @@ import orjson
 from minikcp.apis import catalog
 from minikcp.registry import keys, prefix_follower
 from minikcp.registry import storage_errors as interpreted
+from minikcp.registry.namespace_lru import NamespaceLRU
 from storage import errors as storage_errors
 from storage import hub as storage_hub
 from storage import interface as storage_interface
@@ -26,7 +26,6 @@ from storage import types as storage_types
 
 _CACHED_NAMESPACES = 65536
 T = TypeVar("T")
-Key = tuple[str, str]  # (logical cluster, namespace)
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,15 +48,13 @@ class NamespacedIndex(Generic[T]):
         self.rt = rt
         self._storage = store
         self._derive = derive
-        self._cache: collections.OrderedDict[Key, tuple[Entry[T], ...]]
-        self._cache = collections.OrderedDict()
+        self._cache: NamespaceLRU[tuple[Entry[T], ...]] = NamespaceLRU(_CACHED_NAMESPACES)
         # Bumped by every change the watch reports: a read that overlapped one is not kept.
         self._epoch = 0
 
     async def get(self, cluster: str, namespace: str) -> tuple[Entry[T], ...]:
         found = self._cache.get((cluster, namespace))
         if found is not None:
-            self._cache.move_to_end((cluster, namespace))
             return found
         return await self.read(cluster, namespace)
 
@@ -71,7 +68,7 @@ class NamespacedIndex(Generic[T]):
             raise interpreted.interpret(exc, self.rt) from None
         entries = tuple(self._entry(item.key, item.mod_rev, item.value) for item in page.items)
         if epoch == self._epoch:
-            self._keep((cluster, namespace), entries)
+            self._cache.put((cluster, namespace), entries)
         return entries
 
     def _entry(self, key: str, revision: int, value: bytes) -> Entry[T]:
@@ -82,15 +79,18 @@ class NamespacedIndex(Generic[T]):
         """Our own write of one object, known before the watch reports it."""
         cached = self._cache.get((cluster, namespace))
         if cached is not None:
-            self._cache[(cluster, namespace)] = tuple(
-                entry if e.key == entry.key else e for e in cached
+            self._cache.put(
+                (cluster, namespace), tuple(entry if e.key == entry.key else e for e in cached)
             )
 
-    def _keep(self, key: Key, entries: tuple[Entry[T], ...]) -> None:
-        self._cache[key] = entries
-        self._cache.move_to_end(key)
-        if len(self._cache) > _CACHED_NAMESPACES:
-            self._cache.popitem(last=False)
+    def cluster_gone(self, cluster: str) -> None:
+        """A logical cluster was deleted: its namespaces' entries go (most are empty, so no
+        event of their kind would drop them)."""
+        self._epoch += 1
+        self._cache.drop_cluster(cluster)
+
+    def cached_clusters(self) -> set[str]:
+        return self._cache.clusters()
 
     async def run(self, hub: storage_hub.WatchHub) -> None:
         """Forget a namespace's objects when one of them changes; runs for the server's life."""
@@ -109,7 +109,7 @@ class NamespacedIndex(Generic[T]):
             e.key == event.key and e.revision == event.revision for e in cached
         )
         if not own:
-            del self._cache[cache_key]
+            self._cache.pop(cache_key)
 
     def _cut_off(self) -> None:
         # Nothing cached can be trusted any more.

@@ -22,6 +22,7 @@ from minikcp.apis import catalog
 from minikcp.machinery import errors, list_options, propagation
 from minikcp.registry import codec, keys, prefix_follower, system_fields
 from minikcp.registry import store as generic_store
+from minikcp.registry.namespace_lru import NamespaceLRU
 from minikcp.registry.objects import RequestContext, StoredObject, WriteOptions
 from storage import errors as storage_errors
 from storage import hub as storage_hub
@@ -58,8 +59,8 @@ class NamespaceStore(generic_store.ResourceStore):
         # Creates admitted and not yet over, per (cluster, namespace); see `settled`.
         self._admitted: collections.Counter[tuple[str, str]] = collections.Counter()
         self._idle: dict[tuple[str, str], asyncio.Event] = {}
-        # (cluster, namespace) pairs known to accept new content, most recently used last.
-        self._active: collections.OrderedDict[tuple[str, str], None] = collections.OrderedDict()
+        # (cluster, namespace) pairs known to accept new content.
+        self._active: NamespaceLRU[bool] = NamespaceLRU(_ACTIVE_CACHE_SIZE)
         self._epoch = 0
         # Logical clusters being deleted (they refuse every create), and creates in flight per
         # logical cluster, so a deletion can wait for those admitted before it was marked.
@@ -71,9 +72,7 @@ class NamespaceStore(generic_store.ResourceStore):
     def _remember_active(self, key: tuple[str, str], epoch: int) -> None:
         # Only if no namespace changed while we read: the change's event may already be past.
         if epoch == self._epoch:
-            self._active[key] = None
-            if len(self._active) > _ACTIVE_CACHE_SIZE:
-                self._active.popitem(last=False)
+            self._active.put(key, True)
 
     async def run(self, hub: storage_hub.WatchHub) -> None:
         """Forget cached namespace states as namespaces change; runs for the server's lifetime."""
@@ -84,7 +83,7 @@ class NamespaceStore(generic_store.ResourceStore):
     def _changed(self, event: storage_types.Event) -> None:
         self._epoch += 1
         key = keys.parse_key(self.rt, event.key)
-        self._active.pop((key.cluster, key.name), None)
+        self._active.pop((key.cluster, key.name))
 
     def _cut_off(self) -> None:
         # Nothing cached can be trusted any more.
@@ -147,6 +146,17 @@ class NamespaceStore(generic_store.ResourceStore):
         else:
             self._terminating_clusters.discard(cluster)
 
+    def cluster_gone(self, cluster: str) -> None:
+        """A logical cluster was deleted: what is kept about it goes (its stored namespaces'
+        deletion events drop their own entries; the built-in ones may have none)."""
+        self._epoch += 1
+        self._terminating_clusters.discard(cluster)
+        self._active.drop_cluster(cluster)
+
+    def cached_clusters(self) -> set[str]:
+        """The logical clusters something is kept about."""
+        return self._active.clusters() | self._terminating_clusters
+
     def is_cluster_terminating(self, cluster: str) -> bool:
         return cluster in self._terminating_clusters
 
@@ -181,8 +191,7 @@ class NamespaceStore(generic_store.ResourceStore):
         self, ctx: RequestContext, namespace: str, rt: catalog.ResourceType, name: str
     ) -> None:
         cache_key = (ctx.cluster, namespace)
-        if cache_key in self._active:
-            self._active.move_to_end(cache_key)
+        if self._active.get(cache_key):
             return
         epoch = self._epoch
         ns = await self.find_stored(ctx, "", namespace)
@@ -279,7 +288,7 @@ class NamespaceStore(generic_store.ResourceStore):
         if not current.metadata.get("deletionTimestamp"):
             # Refuse new content here at once; other replicas learn it from the watch.
             self._epoch += 1
-            self._active.pop((ctx.cluster, name), None)
+            self._active.pop((ctx.cluster, name))
 
             def terminating(obj: dict[str, Any] | None) -> dict[str, Any]:
                 assert obj is not None

@@ -345,6 +345,15 @@ class PolicyStore:
             self._clusters[cluster] = loaded
         return loaded
 
+    def cluster_gone(self, cluster: str) -> None:
+        """A logical cluster was deleted: its policy goes (one that held no RBAC objects of its
+        own would see no event that drops it)."""
+        self._epoch += 1
+        self._clusters.pop(cluster, None)
+
+    def cached_clusters(self) -> set[str]:
+        return set(self._clusters)
+
     async def _items(self, cluster: str, resource: str) -> list[dict[str, Any]]:
         result = await self._store_for_resource(resource).list(
             RequestContext(cluster=cluster), "", list_options.ListOptions()

@@ -287,6 +287,24 @@ class Registry:
             yield RESYNC
             await asyncio.sleep(0.1)
 
+    def cluster_gone(self, cluster: str) -> None:
+        """A logical cluster was deleted (its LogicalCluster's deletion event): the caches that
+        keep something per logical cluster drop it, so a deleted tree leaves nothing behind
+        that only its own events could have dropped."""
+        self.namespaces.cluster_gone(cluster)
+        self.policy.cluster_gone(cluster)
+        self.quota.quotas.cluster_gone(cluster)
+        self.limit_ranges.limits.cluster_gone(cluster)
+
+    def cached_clusters(self) -> set[str]:
+        """The logical clusters those caches keep something about."""
+        return (
+            self.namespaces.cached_clusters()
+            | self.policy.cached_clusters()
+            | self.quota.quotas.cached_clusters()
+            | self.limit_ranges.limits.cached_clusters()
+        )
+
     async def delete_prefixes(self, prefixes: Iterable[str]) -> None:
         """Deletes every key under each prefix (many at once; the store groups the commits).
         The prefixes are taken as they are deleted: a generator never has them all in memory."""

@@ -178,7 +178,7 @@ class ClusterResolver:
                 self._paths.pop(change.key.cluster, None)
                 # Marked on Terminating, forgotten once gone (a phase never goes back).
                 if change.value is None:
-                    self._registry.namespaces.cluster_terminating(change.key.cluster, False)
+                    self._registry.cluster_gone(change.key.cluster)
                 elif _terminating(change.value):
                     self._registry.namespaces.cluster_terminating(change.key.cluster)
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from minikcp.machinery import errors
+from minikcp.machinery import errors, rbac, users
 from minikcp.registry import registry
 from minikcp.registry.objects import RequestContext, WriteOptions
 from minikcp.tenancy.resolver import LOGICAL_CLUSTER_NAME, ClusterResolver
@@ -191,3 +191,32 @@ async def test_a_big_tree_without_finalizers_goes_quickly(tmp_path: Path) -> Non
         stored, _ = await reg.scan(_config_maps(reg).rt, None)
         assert [key.cluster for key, _value in stored if key.cluster in clusters] == []
         assert took < 10, f"deleting 101 workspaces took {took:.2f}s"
+
+
+async def test_a_deleted_tree_leaves_nothing_cached_about_its_clusters(tmp_path: Path) -> None:
+    alice = users.UserInfo("alice", ("system:authenticated",))
+    async with open_tenancy(tmp_path) as (reg, resolver):
+        org = await _workspace(reg, resolver, "root", "org")
+        team = await _workspace(reg, resolver, org, "team")
+        for cluster in (org, team):
+            # Each cache keeps something: the policy of a user outside system:masters, `default`
+            # (built-in, never stored) accepting content, its ResourceQuotas (none, so no event
+            # of theirs will ever drop the entry; LimitRanges are kept alike, for pods).
+            asked = rbac.Attributes(alice, "list", cluster=cluster, resource="configmaps")
+            assert not (await reg.policy.authorize(asked)).allowed
+            await _config_map(reg, cluster, "plain")
+            assert cluster in reg.policy.cached_clusters()
+            assert cluster in reg.namespaces.cached_clusters()
+            assert cluster in reg.quota.quotas.cached_clusters()
+        await reg.store(resolver.workspace_type).delete(
+            RequestContext(cluster="root"), "", "org", {}, WriteOptions()
+        )
+        await until(lambda: _gone(reg, resolver, "org"))
+
+        async def forgotten() -> bool:
+            return not {org, team} & (reg.cached_clusters() | resolver.cached_clusters())
+
+        await until(forgotten)
+        # root's own entries stay: only what a deletion event names goes.
+        await _config_map(reg, "root", "plain")
+        assert "root" in reg.namespaces.cached_clusters()
