@@ -23,8 +23,10 @@ logger = logging.getLogger(__name__)
 
 _WORKERS = 16
 # Work items are (parent cluster, workspace name), or (_PURGE, logical cluster) once a
-# Workspace is gone ("" is no cluster name, so the two never mix).
+# Workspace is gone ("" is no cluster name, so the two never mix), or _EXPIRE: the time to
+# forget the clusters of past tree deletions (":" starts no logical cluster name).
 _PURGE = ""
+_EXPIRE = (_PURGE, ":expire")
 _HELD_RECHECK = 0.5
 Key = tuple[str, str]
 
@@ -90,6 +92,8 @@ class WorkspaceController:
         )
 
     async def _handle(self, key: Key) -> float | None:
+        if key == _EXPIRE:
+            return self._lifecycle.expire_deleting()  # again when the next one is due
         try:
             if key[0] == _PURGE:
                 await self._lifecycle.purge(key[1])
@@ -99,4 +103,11 @@ class WorkspaceController:
             # Finalizers hold the tree: look again soon, without growing back-off.
             logger.debug("workspace %s:%s: %s", *key, held)
             return _HELD_RECHECK
+        finally:
+            self._expire_later()
         return None
+
+    def _expire_later(self) -> None:
+        # One timer however many deletions (the earliest wins); it sets the next itself.
+        if self._lifecycle.remembers_deletions():
+            self._queue.add_after(_EXPIRE, self._lifecycle.deleting_ttl)

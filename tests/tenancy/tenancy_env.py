@@ -18,14 +18,23 @@ from tests import in_process
 async def open_tenancy(directory: Path) -> AsyncIterator[tuple[registry.Registry, ClusterResolver]]:
     """A registry over the store in `directory` (kept across calls: a restart) with workspaces
     installed, their resolver and controller running until the end."""
+    async with open_lifecycle(directory) as (reg, resolver, _lifecycle):
+        yield reg, resolver
+
+
+@contextlib.asynccontextmanager
+async def open_lifecycle(
+    directory: Path, **options: float
+) -> AsyncIterator[tuple[registry.Registry, ClusterResolver, workspaces.Workspaces]]:
+    """`open_tenancy` with the workspace lifecycle too (`options` go to `workspaces.install`)."""
     async with in_process.open_registry(directory) as reg:
-        resolver, lifecycle = workspaces.install(reg, "https://example.test")
+        resolver, lifecycle = workspaces.install(reg, "https://example.test", **options)
         tasks = [
             asyncio.create_task(resolver.run()),
             asyncio.create_task(workspace_controller.WorkspaceController(lifecycle).run()),
         ]
         try:
-            yield reg, resolver
+            yield reg, resolver, lifecycle
         finally:
             for task in tasks:
                 task.cancel()

@@ -15,7 +15,7 @@ from minikcp.machinery import errors, rbac, users
 from minikcp.registry import registry
 from minikcp.registry.objects import RequestContext, WriteOptions
 from minikcp.tenancy.resolver import LOGICAL_CLUSTER_NAME, ClusterResolver
-from tests.tenancy.tenancy_env import open_tenancy, until
+from tests.tenancy.tenancy_env import open_lifecycle, open_tenancy, until
 
 FINALIZER = "example.test/hold"
 
@@ -220,3 +220,21 @@ async def test_a_deleted_tree_leaves_nothing_cached_about_its_clusters(tmp_path:
         # root's own entries stay: only what a deletion event names goes.
         await _config_map(reg, "root", "plain")
         assert "root" in reg.namespaces.cached_clusters()
+
+
+async def test_the_clusters_of_a_deleted_tree_are_forgotten_in_time(tmp_path: Path) -> None:
+    async with open_lifecycle(tmp_path, deleting_ttl=2.0) as (reg, resolver, lifecycle):
+        org = await _workspace(reg, resolver, "root", "org")
+        team = await _workspace(reg, resolver, org, "team")
+        await reg.store(resolver.workspace_type).delete(
+            RequestContext(cluster="root"), "", "org", {}, WriteOptions()
+        )
+        await until(lambda: _gone(reg, resolver, "org"))
+        # Remembered while the tree's deletion events arrive, so its Workspaces start no purge
+        # of their own; then forgotten, with no other deletion needed to drop them.
+        assert {org, team} <= lifecycle.deleting_clusters()
+
+        async def forgotten() -> bool:
+            return not lifecycle.deleting_clusters()
+
+        await until(forgotten, timeout=10)
