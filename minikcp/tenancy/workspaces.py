@@ -149,6 +149,7 @@ class Workspaces:
         # Bounded in time: a tree's deletion events arrive within moments of its deletion.
         self._deleting: dict[str, float] = {}
         self.deleting_ttl = deleting_ttl
+        self.clusters_deleted = 0  # by tree deletions, since start
 
     def _note_deleting(self, clusters: list[str]) -> None:
         self._deleting.update(dict.fromkeys(clusters, time.monotonic()))
@@ -305,6 +306,7 @@ class Workspaces:
             )
             if deleted is None:
                 raise Held(f"workspace {name} waits for objects with finalizers in its clusters")
+            self.clusters_deleted += deleted
             logger.info("workspace %s:%s deleted %d logical clusters", ctx.cluster, name, deleted)
 
         def drop_finalizer(current: dict[str, Any] | None) -> dict[str, Any]:
@@ -348,6 +350,7 @@ class Workspaces:
         )
         if deleted is None:
             raise Held(f"logical cluster {cluster} waits for objects with finalizers")
+        self.clusters_deleted += deleted
 
     async def _set_phase(
         self,
