@@ -144,13 +144,19 @@ class NamespaceStore(generic_store.ResourceStore):
         if terminating:
             self._terminating_clusters.add(cluster)
         else:
-            self._terminating_clusters.discard(cluster)
+            self._not_terminating(cluster)
+
+    def _not_terminating(self, cluster: str) -> None:
+        self._terminating_clusters.discard(cluster)
+        if not self._terminating_clusters:
+            # A set keeps its table when emptied: 0.5 MiB after a tree of 10,000 clusters.
+            self._terminating_clusters = set()
 
     def cluster_gone(self, cluster: str) -> None:
         """A logical cluster was deleted: what is kept about it goes (its stored namespaces'
         deletion events drop their own entries; the built-in ones may have none)."""
         self._epoch += 1
-        self._terminating_clusters.discard(cluster)
+        self._not_terminating(cluster)
         self._active.drop_cluster(cluster)
 
     def cached_clusters(self) -> set[str]:
