@@ -10,30 +10,34 @@ macOS) nothing is done.
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import logging
 from collections.abc import Callable
 
 logger = logging.getLogger(__name__)
 
+# Looked up on first use, not at import: start-up loads neither ctypes nor the C library.
+_trim: Callable[[int], int] | None = None
+_looked_up = False
+
 
 def _malloc_trim() -> Callable[[int], int] | None:
+    import ctypes
+
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        trim: Callable[[int], int] = libc.malloc_trim
+        # The process's own symbols: glibc's malloc_trim where the C library is glibc.
+        trim: Callable[[int], int] = ctypes.CDLL(None).malloc_trim
     except (OSError, AttributeError):
         return None
     return trim
 
 
-_TRIM = _malloc_trim()
-
-
 def return_freed_memory() -> bool:
     """Returns the free pages of the C allocator's heaps to the OS; False where it cannot."""
-    if _TRIM is None:
+    global _trim, _looked_up
+    if not _looked_up:
+        _trim, _looked_up = _malloc_trim(), True
+    if _trim is None:
         return False
-    _TRIM(0)
+    _trim(0)
     logger.debug("freed memory returned to the OS")
     return True
