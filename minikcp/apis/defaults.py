@@ -17,13 +17,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from minikcp.apis import custom_resources, kcp_kinds
+from minikcp.apis import custom_resources, kcp_kinds, validation_core
 from minikcp.apis.catalog import ResourceType
 
 Obj = dict[str, Any]
 
 
-def _dict(parent: Obj, key: str) -> Obj:
+def nested_dict(parent: Obj, key: str) -> Obj:
     """parent[key] as a dict, created when absent or null."""
     value = parent.get(key)
     if not isinstance(value, dict):
@@ -96,7 +96,7 @@ def _container(container: Obj) -> None:
         field_ref = value_from.get("fieldRef") if isinstance(value_from, dict) else None
         if isinstance(field_ref, dict):
             _default(field_ref, "apiVersion", "v1")
-    _dict(container, "resources")
+    nested_dict(container, "resources")
     for probe in ("livenessProbe", "readinessProbe", "startupProbe"):
         _probe(container.get(probe))
     lifecycle = container.get("lifecycle")
@@ -144,7 +144,7 @@ def pod_spec(spec: Obj) -> None:
 
 def pod_template(template: Any) -> None:
     if isinstance(template, dict):
-        pod_spec(_dict(template, "spec"))
+        pod_spec(nested_dict(template, "spec"))
 
 
 def _qos_class(spec: Obj) -> str:
@@ -164,12 +164,12 @@ def _qos_class(spec: Obj) -> str:
 
 
 def _pod(obj: Obj) -> None:
-    spec = _dict(obj, "spec")
+    spec = nested_dict(obj, "spec")
     for key in ("containers", "initContainers"):
         for container in _dicts(spec.get(key)):
             resources = container.get("resources")
             if isinstance(resources, dict) and isinstance(resources.get("limits"), dict):
-                requests = _dict(resources, "requests")
+                requests = nested_dict(resources, "requests")
                 for name, value in resources["limits"].items():
                     requests.setdefault(name, value)
     if spec.get("enableServiceLinks") is None:
@@ -181,7 +181,7 @@ def _pod(obj: Obj) -> None:
                     if not port.get("hostPort"):
                         port["hostPort"] = port.get("containerPort")
     pod_spec(spec)
-    status = _dict(obj, "status")
+    status = nested_dict(obj, "status")
     _default(status, "phase", "Pending")
     _default(status, "qosClass", _qos_class(spec))
 
@@ -190,13 +190,13 @@ def _pod(obj: Obj) -> None:
 
 
 def _deployment(obj: Obj) -> None:
-    spec = _dict(obj, "spec")
+    spec = nested_dict(obj, "spec")
     if spec.get("replicas") is None:
         spec["replicas"] = 1
-    strategy = _dict(spec, "strategy")
+    strategy = nested_dict(spec, "strategy")
     _default(strategy, "type", "RollingUpdate")
     if strategy["type"] == "RollingUpdate":
-        rolling = _dict(strategy, "rollingUpdate")
+        rolling = nested_dict(strategy, "rollingUpdate")
         for key in ("maxUnavailable", "maxSurge"):
             if rolling.get(key) is None:
                 rolling[key] = "25%"
@@ -204,25 +204,25 @@ def _deployment(obj: Obj) -> None:
         spec["revisionHistoryLimit"] = 10
     if spec.get("progressDeadlineSeconds") is None:
         spec["progressDeadlineSeconds"] = 600
-    pod_template(_dict(spec, "template"))
+    pod_template(nested_dict(spec, "template"))
 
 
 def _replica_set(obj: Obj) -> None:
-    spec = _dict(obj, "spec")
+    spec = nested_dict(obj, "spec")
     if spec.get("replicas") is None:
         spec["replicas"] = 1
-    pod_template(_dict(spec, "template"))
+    pod_template(nested_dict(spec, "template"))
 
 
 def _replication_controller(obj: Obj) -> None:
     """SetDefaults_ReplicationController: selector and labels from the template's labels."""
-    spec = _dict(obj, "spec")
+    spec = nested_dict(obj, "spec")
     template = spec.get("template")
     labels = (template.get("metadata") or {}).get("labels") if isinstance(template, dict) else None
     if labels is not None:
         if not spec.get("selector"):
             spec["selector"] = dict(labels)
-        meta = _dict(obj, "metadata")
+        meta = nested_dict(obj, "metadata")
         if not meta.get("labels"):
             meta["labels"] = dict(labels)
     if spec.get("replicas") is None:
@@ -232,7 +232,7 @@ def _replication_controller(obj: Obj) -> None:
 
 
 def _job(obj: Obj) -> None:
-    spec = _dict(obj, "spec")
+    spec = nested_dict(obj, "spec")
     if spec.get("completions") is None and spec.get("parallelism") is None:
         spec["completions"] = 1
     if spec.get("parallelism") is None:
@@ -251,8 +251,8 @@ def _job(obj: Obj) -> None:
         spec["podReplacementPolicy"] = "Failed" if failure_policy else "TerminatingOrFailed"
     if spec.get("manualSelector") is None:
         spec["manualSelector"] = False
-    template = _dict(spec, "template")
-    meta = _dict(obj, "metadata")
+    template = nested_dict(spec, "template")
+    meta = nested_dict(obj, "metadata")
     template_labels = (template.get("metadata") or {}).get("labels")
     # Upstream gives an unlabelled Job the template's label map itself, not a copy: the labels
     # the job strategy adds to the template later (its generated selector's) show on the Job too.
@@ -262,12 +262,12 @@ def _job(obj: Obj) -> None:
 
 
 def _service(obj: Obj) -> None:
-    spec = _dict(obj, "spec")
+    spec = nested_dict(obj, "spec")
     _default(spec, "sessionAffinity", "None")
     if spec["sessionAffinity"] == "None":
         spec.pop("sessionAffinityConfig", None)
     elif spec["sessionAffinity"] == "ClientIP":
-        client_ip = _dict(_dict(spec, "sessionAffinityConfig"), "clientIP")
+        client_ip = nested_dict(nested_dict(spec, "sessionAffinityConfig"), "clientIP")
         if client_ip.get("timeoutSeconds") is None:
             client_ip["timeoutSeconds"] = 10800
     _default(spec, "type", "ClusterIP")
@@ -276,10 +276,7 @@ def _service(obj: Obj) -> None:
         _default(port, "protocol", "TCP")
         if port.get("targetPort") in (None, 0, ""):
             port["targetPort"] = port.get("port")
-    externally = service_type in ("NodePort", "LoadBalancer") or (
-        service_type == "ClusterIP" and bool(spec.get("externalIPs"))
-    )
-    if externally:
+    if validation_core.externally_accessible(spec):
         _default(spec, "externalTrafficPolicy", "Cluster")
     if spec.get("internalTrafficPolicy") is None and service_type in (
         "ClusterIP",
@@ -296,10 +293,10 @@ def _secret(obj: Obj) -> None:
 
 
 def _namespace(obj: Obj) -> None:
-    meta = _dict(obj, "metadata")
+    meta = nested_dict(obj, "metadata")
     if meta.get("name"):
-        _dict(meta, "labels")["kubernetes.io/metadata.name"] = meta["name"]
-    _default(_dict(obj, "status"), "phase", "Active")
+        nested_dict(meta, "labels")["kubernetes.io/metadata.name"] = meta["name"]
+    _default(nested_dict(obj, "status"), "phase", "Active")
 
 
 def _endpoints(obj: Obj) -> None:
@@ -309,7 +306,7 @@ def _endpoints(obj: Obj) -> None:
 
 
 def _binding(obj: Obj) -> None:
-    _default(_dict(obj, "roleRef"), "apiGroup", "rbac.authorization.k8s.io")
+    _default(nested_dict(obj, "roleRef"), "apiGroup", "rbac.authorization.k8s.io")
     for subject in _dicts(obj.get("subjects")):
         if not subject.get("apiGroup"):
             if subject.get("kind") in ("User", "Group"):
@@ -319,19 +316,19 @@ def _binding(obj: Obj) -> None:
 
 
 def _crd(obj: Obj) -> None:
-    spec = _dict(obj, "spec")
-    names = _dict(spec, "names")
+    spec = nested_dict(obj, "spec")
+    names = nested_dict(spec, "names")
     if not names.get("singular") and names.get("kind"):
         names["singular"] = str(names["kind"]).lower()
     if not names.get("listKind") and names.get("kind"):
         names["listKind"] = f"{names['kind']}List"
-    _default(_dict(spec, "conversion"), "strategy", "None")
+    _default(nested_dict(spec, "conversion"), "strategy", "None")
     webhook = spec["conversion"].get("webhook")
     if isinstance(webhook, dict):
         service = (webhook.get("clientConfig") or {}).get("service")
         if isinstance(service, dict) and service.get("port") is None:
             service["port"] = 443
-    status = _dict(obj, "status")
+    status = nested_dict(obj, "status")
     if not status.get("storedVersions"):
         for version in _dicts(spec.get("versions")):
             if version.get("storage"):
@@ -366,23 +363,23 @@ def _limit_range(obj: Obj) -> None:
 
 
 def _stateful_set(obj: Obj) -> None:
-    spec = _dict(obj, "spec")
+    spec = nested_dict(obj, "spec")
     _default(spec, "podManagementPolicy", "OrderedReady")
-    strategy = _dict(spec, "updateStrategy")
+    strategy = nested_dict(spec, "updateStrategy")
     if not strategy.get("type"):
         strategy["type"] = "RollingUpdate"
-        _dict(strategy, "rollingUpdate")
+        nested_dict(strategy, "rollingUpdate")
     rolling = strategy.get("rollingUpdate")
     if strategy["type"] == "RollingUpdate" and isinstance(rolling, dict):
         _default_none(rolling, "partition", 0)
-    retention = _dict(spec, "persistentVolumeClaimRetentionPolicy")
+    retention = nested_dict(spec, "persistentVolumeClaimRetentionPolicy")
     _default(retention, "whenDeleted", "Retain")
     _default(retention, "whenScaled", "Retain")
     if spec.get("replicas") is None:
         spec["replicas"] = 1
     if spec.get("revisionHistoryLimit") is None:
         spec["revisionHistoryLimit"] = 10
-    pod_template(_dict(spec, "template"))
+    pod_template(nested_dict(spec, "template"))
     for claim in _dicts(spec.get("volumeClaimTemplates")):
         # The v1 conversion names the embedded claims' type; their defaults are a PVC's.
         claim.setdefault("apiVersion", "v1")
@@ -391,22 +388,22 @@ def _stateful_set(obj: Obj) -> None:
 
 
 def _daemon_set(obj: Obj) -> None:
-    spec = _dict(obj, "spec")
-    strategy = _dict(spec, "updateStrategy")
+    spec = nested_dict(obj, "spec")
+    strategy = nested_dict(spec, "updateStrategy")
     _default(strategy, "type", "RollingUpdate")
     if strategy["type"] == "RollingUpdate":
-        rolling = _dict(strategy, "rollingUpdate")
+        rolling = nested_dict(strategy, "rollingUpdate")
         if rolling.get("maxUnavailable") is None:
             rolling["maxUnavailable"] = 1
         if rolling.get("maxSurge") is None:
             rolling["maxSurge"] = 0
     if spec.get("revisionHistoryLimit") is None:
         spec["revisionHistoryLimit"] = 10
-    pod_template(_dict(spec, "template"))
+    pod_template(nested_dict(spec, "template"))
 
 
 def _cron_job(obj: Obj) -> None:
-    spec = _dict(obj, "spec")
+    spec = nested_dict(obj, "spec")
     _default(spec, "concurrencyPolicy", "Allow")
     if spec.get("suspend") is None:
         spec["suspend"] = False
@@ -414,13 +411,13 @@ def _cron_job(obj: Obj) -> None:
         spec["successfulJobsHistoryLimit"] = 3
     if spec.get("failedJobsHistoryLimit") is None:
         spec["failedJobsHistoryLimit"] = 1
-    pod_template(_dict(_dict(_dict(spec, "jobTemplate"), "spec"), "template"))
+    pod_template(nested_dict(nested_dict(nested_dict(spec, "jobTemplate"), "spec"), "template"))
 
 
 def _persistent_volume_claim(obj: Obj) -> None:
-    spec = _dict(obj, "spec")
+    spec = nested_dict(obj, "spec")
     _default(spec, "volumeMode", "Filesystem")
-    _default(_dict(obj, "status"), "phase", "Pending")
+    _default(nested_dict(obj, "status"), "phase", "Pending")
 
 
 _HPA_SCALE_UP: Obj = {
@@ -450,7 +447,7 @@ def _scaling_rules(rules: Any, default: Obj) -> Obj:
 
 
 def _horizontal_pod_autoscaler(obj: Obj) -> None:
-    spec = _dict(obj, "spec")
+    spec = nested_dict(obj, "spec")
     if spec.get("minReplicas") is None:
         spec["minReplicas"] = 1
     if not spec.get("metrics"):
@@ -463,8 +460,8 @@ def _horizontal_pod_autoscaler(obj: Obj) -> None:
 
 
 def _network_policy(obj: Obj) -> None:
-    spec = _dict(obj, "spec")
-    _dict(spec, "podSelector")
+    spec = nested_dict(obj, "spec")
+    nested_dict(spec, "podSelector")
     for direction in ("ingress", "egress"):
         for rule in _dicts(spec.get(direction)):
             for port in _dicts(rule.get("ports")):
@@ -474,7 +471,7 @@ def _network_policy(obj: Obj) -> None:
 
 
 def _ingress_class(obj: Obj) -> None:
-    parameters = _dict(obj, "spec").get("parameters")
+    parameters = nested_dict(obj, "spec").get("parameters")
     if isinstance(parameters, dict):
         _default(parameters, "scope", "Cluster")
 

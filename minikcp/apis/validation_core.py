@@ -411,16 +411,21 @@ def _ip_version(ip: Any) -> int | None:
         return None
 
 
+def externally_accessible(spec: Mapping[str, Any]) -> bool:
+    """serviceutil.ExternallyAccessible: a load balancer, a node port, or external IPs."""
+    service_type = spec.get("type")
+    return service_type in ("NodePort", "LoadBalancer") or (
+        service_type == "ClusterIP" and bool(spec.get("externalIPs"))
+    )
+
+
 def _external_traffic(spec: Obj) -> list[Cause]:
     """validateServiceExternalTrafficPolicy: the policy only where traffic comes from outside,
     the health-check port only for a LoadBalancer with the Local policy."""
     causes: list[Cause] = []
     service_type = spec.get("type")
-    externally = service_type in ("NodePort", "LoadBalancer") or (
-        service_type == "ClusterIP" and bool(spec.get("externalIPs"))
-    )
     policy = spec.get("externalTrafficPolicy") or ""
-    if not externally:
+    if not externally_accessible(spec):
         if policy:
             causes.append(vm.invalid("spec.externalTrafficPolicy", policy, _NOT_EXTERNAL))
     elif not policy:

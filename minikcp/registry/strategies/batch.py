@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from minikcp.apis.defaults import nested_dict
 from minikcp.machinery import propagation
 from minikcp.registry import strategy
 
@@ -37,24 +38,17 @@ def generate_selector(obj: dict[str, Any], spec: dict[str, Any]) -> None:
     on the pod template, and a selector of the uid label; what the client set is kept (validation
     judges a conflict). The field manager has run: these fields are nobody's."""
     meta = obj["metadata"]
-    template = _dict(spec, "template")
-    labels = _dict(_dict(template, "metadata"), "labels")
+    template = nested_dict(spec, "template")
+    labels = nested_dict(nested_dict(template, "metadata"), "labels")
     for key in _JOB_NAME_LABELS:
         labels.setdefault(key, meta.get("name") or "")
     for key in _CONTROLLER_UID_LABELS:
         labels.setdefault(key, meta["uid"])
-    match_labels = _dict(_dict(spec, "selector"), "matchLabels")
+    match_labels = nested_dict(nested_dict(spec, "selector"), "matchLabels")
     match_labels.setdefault(_CONTROLLER_UID_LABELS[1], meta["uid"])
     if not meta.get("labels"):
         # Upstream's decoding of the stored Job defaults its labels from the template's again.
         meta["labels"] = dict(labels)
-
-
-def _dict(parent: dict[str, Any], key: str) -> dict[str, Any]:
-    value = parent.get(key)
-    if not isinstance(value, dict):
-        value = parent[key] = {}
-    return value
 
 
 class CronJobStrategy(strategy.Strategy):

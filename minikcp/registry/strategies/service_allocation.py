@@ -127,8 +127,8 @@ def drop_type_dependent_fields(spec: Spec, old_spec: Mapping[str, Any]) -> None:
         if _same(spec, old_spec, "loadBalancerClass"):
             spec.pop("loadBalancerClass", None)
     if (
-        _externally_accessible(old_spec)
-        and not _externally_accessible(spec)
+        validation_core.externally_accessible(old_spec)
+        and not validation_core.externally_accessible(spec)
         and _same(spec, old_spec, "externalTrafficPolicy")
     ):
         spec.pop("externalTrafficPolicy", None)
@@ -353,10 +353,3 @@ def _node_ports(spec: Mapping[str, Any]) -> set[int]:
 def _same(spec: Mapping[str, Any], old_spec: Mapping[str, Any], field: str) -> bool:
     """Equal, an omitted value and an empty one alike (Go's nil and empty slices)."""
     return (spec.get(field) or None) == (old_spec.get(field) or None)
-
-
-def _externally_accessible(spec: Mapping[str, Any]) -> bool:
-    """serviceutil.ExternallyAccessible: a load balancer, a node port, or external IPs."""
-    return needs_node_port(spec) or (
-        spec.get("type") == "ClusterIP" and bool(spec.get("externalIPs"))
-    )
