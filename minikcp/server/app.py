@@ -359,16 +359,15 @@ async def _authorize_request(
     user: users.UserInfo,
     query: Mapping[str, str],
 ) -> None:
-    """`_authorize`, its outcome left for the observer's authorization metrics (an anonymous
-    request refused with 401 is authentication's failure, not an authorization)."""
-    if user is authn.ANONYMOUS and not authorizer.always_allowed(info):
-        raise authn.UNAUTHORIZED
+    """`_authorize`, its outcome left for the observer's authorization metrics."""
     started = time.perf_counter()
     try:
         await _authorize(reg, info, user, query)
     except errors.StatusError as exc:
-        refused = observe.NO_OPINION if exc.code == 403 else observe.ERROR
-        observe.authorized(request, refused, started)
+        # An anonymous request refused with 401 is authentication's failure, not an authorization.
+        if exc.code != 401:
+            refused = observe.NO_OPINION if exc.code == 403 else observe.ERROR
+            observe.authorized(request, refused, started)
         raise
     except Exception:
         observe.authorized(request, observe.ERROR, started)
