@@ -64,36 +64,40 @@ class ClusterResolver:
         if paths.is_name(text):
             return text
         try:
-            paths.check_depth(text)
-            parts = paths.segments(text)
+            parts = _parts(text)
         except errors.StatusError:
             return None
-        cluster = parts[0]
-        children = self._children
-        for name in parts[1:]:
-            key = (cluster, name)
-            child = children.get(key)
-            if child is None:
-                return None
-            children.move_to_end(key)
-            cluster = child
-        if parts[0] == paths.ROOT:
-            self._remember(self._paths, cluster, text)
-        return cluster
+        cluster, walked = self._walk_cached(parts)
+        return self._arrived(parts, cluster, text) if walked == len(parts) else None
 
     async def resolve(self, text: str) -> str:
         """The logical cluster a request's `/clusters/<text>` addresses (`*` stays `*`)."""
-        found = self.resolved(text)
-        if found is not None:
-            return found
-        paths.check_depth(text)
-        parts = paths.segments(text)
-        cluster = parts[0]
-        for name in parts[1:]:
+        if paths.is_name(text):
+            return text
+        parts = _parts(text)
+        cluster, walked = self._walk_cached(parts)
+        for name in parts[walked:]:
             child = await self.child(cluster, name)
             if child is None:
                 raise errors.not_found("workspaces", text, group="tenancy.kcp.io")
             cluster = child
+        return self._arrived(parts, cluster, text)
+
+    def _walk_cached(self, parts: list[str]) -> tuple[str, int]:
+        """How far the cached children lead along a path: the cluster reached, and how many of
+        the path's parts that took."""
+        cluster = parts[0]
+        children = self._children
+        for walked, name in enumerate(parts[1:], start=1):
+            key = (cluster, name)
+            child = children.get(key)
+            if child is None:
+                return cluster, walked
+            children.move_to_end(key)
+            cluster = child
+        return cluster, len(parts)
+
+    def _arrived(self, parts: list[str], cluster: str, text: str) -> str:
         if parts[0] == paths.ROOT:
             # A path from root is the canonical one, even before the LogicalCluster says so.
             self._remember(self._paths, cluster, text)
@@ -197,3 +201,9 @@ def _terminating(value: bytes) -> bool:
         return False
     status = orjson.loads(value).get("status")
     return isinstance(status, dict) and status.get("phase") == "Terminating"
+
+
+def _parts(text: str) -> list[str]:
+    """A cluster path's segments, refused when too deep or malformed."""
+    paths.check_depth(text)
+    return paths.segments(text)
