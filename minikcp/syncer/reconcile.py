@@ -299,16 +299,18 @@ async def _ensure_namespace(w: TargetWorker, cluster: str, namespace: str, dns: 
 async def _create_namespace(w: TargetWorker, cluster: str, namespace: str, dns: str) -> None:
     body = translate.namespace_object(w.ref, cluster, namespace)
     try:
-        await w.client.request("POST", "/api/v1/namespaces", body=body)
+        held = await w.client.request("POST", "/api/v1/namespaces", body=body)
     except downstream.DownstreamError as exc:
         if exc.code != 409:
             raise
-        existing = await w.client.request("GET", f"/api/v1/namespaces/{dns}")
-        refusal = translate.existing_namespace_refusal(
-            existing, (w.ref.uid, cluster, namespace), dns
-        )
+        held = await w.client.request("GET", f"/api/v1/namespaces/{dns}")
+        refusal = translate.existing_namespace_refusal(held, (w.ref.uid, cluster, namespace), dns)
         if refusal is not None:
             raise downstream.DownstreamError(409, *refusal) from None
+    # Known at once, not when the informer hears of it: a worker that comes to this namespace
+    # after the creation ended and before that must not POST it again.
+    if held.get("metadata"):
+        w.namespaces.remember(held)
     w.locations[dns] = (w.ref.uid, cluster, namespace)
 
 
