@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import faulthandler
 import gc
 import logging
 import signal
@@ -74,6 +75,10 @@ class ServeOptions:
 MAX_HEADER_BYTES = 1 << 20
 # Components get this long to end after a shutdown's cancellation before those left are named.
 _SHUTDOWN_REPORT_AFTER = 5.0
+# A process still alive this long after a shutdown began writes every thread's stack to stderr:
+# it tells a blocked event loop or a thread that holds the exit from a task that ignores
+# cancellation (which `report_stragglers` names).
+_SHUTDOWN_DUMP_AFTER = 10.0
 
 
 class StartupError(Exception):
@@ -321,6 +326,7 @@ async def serve(options: ServeOptions) -> None:
             )
             await stop.wait()
             logger.info("shutting down")
+            faulthandler.dump_traceback_later(_SHUTDOWN_DUMP_AFTER)
             ready.clear()
             # Stop accepting, end open watches and requests, then stop the hub.
             await runner.cleanup()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import socket
 import ssl
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -93,6 +94,23 @@ def _metric(server: ServerProcess, series: str, **labels: str) -> float:
         for sample in family.samples
         if sample.name == series and all(sample.labels.get(k) == v for k, v in labels.items())
     )
+
+
+def _until_answered_at_once(
+    server: ServerProcess, tls: ssl.SSLSocket, request: bytes, attempts: int = 40
+) -> list[str]:
+    """The statuses of GETs sent one at a time until the shortcut answers one. The request after
+    one the handler answered can arrive before aiohttp's loop is back waiting on an idle
+    connection (most often on a busy machine); it is the handler's then, as it must be."""
+    before = _metric(server, ANSWERED)
+    statuses = []
+    for _ in range(attempts):
+        ((status, _, _),) = _exchange(tls, request)
+        statuses.append(status)
+        if _metric(server, ANSWERED) > before:
+            return statuses
+        time.sleep(0.05)
+    raise AssertionError(f"no GET of {attempts} was answered at once: {statuses}")
 
 
 def _configmap(server: ServerProcess, cluster: str, name: str, value: str) -> str:
@@ -192,13 +210,12 @@ def test_what_it_cannot_decide_the_handler_answers(token_server: ServerProcess) 
             "--user",
             "dave",
         )
-        answered_before = _metric(token_server, ANSWERED)
         # One at a time: requests queued behind one the handler answers are the handler's.
-        answers = [_exchange(tls, _request("GET", path, **dave))[0] for _ in range(3)]
-        assert [status for status, _, _ in answers] == ["HTTP/1.1 200 OK"] * 3
-        assert orjson.loads(answers[2][2])["data"]["k"] == "before"
         # Once the policy is loaded and the object held, dave's reads take the shortcut.
-        assert _metric(token_server, ANSWERED) - answered_before >= 1
+        statuses = _until_answered_at_once(token_server, tls, _request("GET", path, **dave))
+        assert statuses == ["HTTP/1.1 200 OK"] * len(statuses)
+        ((status, _, body),) = _exchange(tls, _request("GET", path, **dave))
+        assert orjson.loads(body)["data"]["k"] == "before"
 
         code, _, text = token_server.request(
             "PATCH",
@@ -251,11 +268,9 @@ def test_a_service_account_token_is_answered_while_its_account_is_the_same(
         "--serviceaccount=default:robot",
     )
     token = {"Authorization": "Bearer " + kubectl("create", "token", "robot").stdout.strip()}
-    answered_before = _metric(server, ANSWERED)
     with _connection(server, as_admin=False) as tls:
-        statuses = [_exchange(tls, _request("GET", path, **token))[0][0] for _ in range(4)]
-    assert statuses == ["HTTP/1.1 200 OK"] * 4
-    assert _metric(server, ANSWERED) - answered_before >= 1
+        statuses = _until_answered_at_once(server, tls, _request("GET", path, **token))
+    assert statuses == ["HTTP/1.1 200 OK"] * len(statuses)
 
     kubectl("delete", "serviceaccount", "robot")
     kubectl("create", "serviceaccount", "robot")
