@@ -138,9 +138,10 @@ class RegistryLeaseLock:
         self.name = object_name(name)
         self.description = f"lease {CLUSTER}|{NAMESPACE}/{self.name}"
 
-    async def get(self) -> tuple[leader_election.Record, str] | None:
-        """From the watch when it is following (no request per retry period), else the store."""
-        if self._watch is not None and self._watch.synced:
+    async def get(self, *, fresh: bool = False) -> tuple[leader_election.Record, str] | None:
+        """From the watch when it is following (no request per retry period), else (and when
+        `fresh`) the store."""
+        if not fresh and self._watch is not None and self._watch.synced:
             found = self._watch.leases.get(self.name)
             written = self._written
             if written is not None and (found is None or found.revision < written[1]):

@@ -82,8 +82,9 @@ class IdentityTaken(Exception):
 class LeaseLock(Protocol):
     description: str
 
-    async def get(self) -> tuple[Record, str] | None:
-        """The record and its version, or None when there is none."""
+    async def get(self, *, fresh: bool = False) -> tuple[Record, str] | None:
+        """The record and its version, or None when there is none; `fresh`: as the store has it
+        now, not as a watch last delivered it."""
 
     async def create(self, record: Record) -> str:
         """Create the record (LockConflict when it exists); returns the new version."""
@@ -356,13 +357,27 @@ class LeaderElector:
         self._renewed_at = None
         if not was_leading or self._record is None or self._record.holder != self.identity:
             return
+        held, version = self._record, self._version
         try:
-            record = released(self._record, _utcnow())
             async with asyncio.timeout(self.timing.retry_period):
-                self._observe(record, await self.lock.update(record, self._version))
+                while True:
+                    record = released(held, _utcnow())
+                    try:
+                        self._observe(record, await self.lock.update(record, version))
+                        break
+                    except LockConflict:
+                        # A renewal cancelled in flight may have been stored all the same: hand
+                        # back what the store has while it is still this process's.
+                        found = await self.lock.get(fresh=True)
+                        if found is None or found[1] == version or not self._ours(found[0]):
+                            raise
+                        held, version = found
             logger.info("%s released by %s", self.lock.description, self.identity)
         except (Exception, TimeoutError) as exc:
             logger.info("%s not released: %s", self.lock.description, exc)
+
+    def _ours(self, record: Record) -> bool:
+        return record.holder == self.identity and record.nonce in ("", self.nonce)
 
 
 @dataclass(frozen=True, slots=True)

@@ -191,3 +191,38 @@ async def test_a_shutdown_while_handing_the_lease_back_ends_the_elector(tmp_path
         done, _ = await asyncio.wait((task,), timeout=2.0)
         assert task in done and task.cancelled()
         assert (await lease(reg))["spec"]["holderIdentity"] == ""
+
+
+async def _write_behind_its_back(reg: registry.Registry, holder: str) -> None:
+    """Store a renewal (or a takeover by `holder`) of the lease the elector does not see."""
+    rt = reg.catalog.by_resource(*leases.LEASE)
+    assert rt is not None
+    written = await lease(reg)
+    written["spec"]["renewTime"] = "2026-01-01T12:00:00.000000Z"
+    written["spec"]["holderIdentity"] = holder
+    await reg.store(rt).update(
+        RequestContext(leases.CLUSTER),
+        leases.NAMESPACE,
+        "test-lease",
+        written,
+        WriteOptions(field_manager="behind-its-back"),
+    )
+
+
+@pytest.mark.parametrize(("holder", "handed_back"), [("a", True), ("z", False)])
+async def test_a_renewal_stored_unbeknown_to_the_elector_is_still_handed_back(
+    tmp_path: Path, holder: str, handed_back: bool
+) -> None:
+    """A renewal cancelled in flight can be stored without the elector hearing of it: its
+    release then meets a newer version, and hands that back while it is still its own (not
+    once another holder has it)."""
+    async with open_registry(tmp_path, registry.Registry.run) as reg:
+        a = elector(reg, "a")
+        task = asyncio.create_task(a.run(Work()))
+        await until(a.holding)
+        await _write_behind_its_back(reg, holder)
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        spec = (await lease(reg))["spec"]
+        assert spec["holderIdentity"] == ("" if handed_back else holder)
+        assert spec["leaseTransitions"] == 0
