@@ -328,11 +328,16 @@ async def serve(options: ServeOptions) -> None:
             logger.info("shutting down")
             faulthandler.dump_traceback_later(_SHUTDOWN_DUMP_AFTER)
             ready.clear()
-            # Stop accepting, end open watches and requests, then stop the hub.
+            # Stop accepting, end open watches and requests, then the components, and the hub
+            # last: a component still running when the hub has stopped finds every watch it
+            # starts ended at once, and one that watches again at once never lets the loop run.
             await runner.cleanup()
-            for task in (*background, hub_task):
-                task.cancel()
             stragglers = cancellation.report_stragglers(_SHUTDOWN_REPORT_AFTER, logger)
+            for task in background:
+                task.cancel()
+            if background:
+                await asyncio.wait(background)
+            hub_task.cancel()
     except* StartupError as group:
         raise group.exceptions[0] from None
     except* leader_election.IdentityTaken as group:
